@@ -1,0 +1,164 @@
+// Store: one directory holding a RocksDB database of every Commit, Branch and object.
+//
+// The public face of the core library: create or open a Store, import directories as Commits,
+// fork Branches, read history (log, show, diff, cat, export), and maintain it (stats, verify,
+// gc). One process opens a Store at a time (a second Open fails with EBUSY). A Store object is
+// thread-safe; every mutating call is one atomic step, durable when it returns.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "layerfs/ids.h"
+#include "layerfs/status.h"
+
+namespace layerfs {
+
+namespace kv {
+class Kv;
+class Batch;
+}  // namespace kv
+namespace objects { class ObjectStore; }
+
+// Caps on delta chains: whole-file, chunk, metadata (tree) deltas. "16/8/8" by default.
+struct Policy {
+  uint32_t whole = 16, chunk = 8, meta = 8;
+  static Result<Policy> Parse(std::string_view s);
+  std::string ToString() const;
+};
+
+// FORMAT: persisted entry types; never renumber.
+enum class EntryType : uint8_t { kFile = 1, kDir = 2, kSymlink = 3, kChar = 4, kBlock = 5, kFifo = 6, kSocket = 7 };
+const char* EntryTypeName(EntryType t);
+
+// One directory entry of a committed tree.
+struct TreeEntry {
+  std::string name;
+  EntryType type = EntryType::kFile;
+  uint32_t mode = 0644;  // permission bits (07777)
+  uint32_t uid = 0, gid = 0;
+  uint64_t size = 0;
+  int64_t mtime_sec = 0;
+  uint32_t mtime_nsec = 0;
+  uint64_t rdev = 0;
+  uint64_t link_group = 0;  // nonzero: entries of a Commit sharing it are hard links
+  bool chunked = false;     // file content is a chunk list
+  ObjectId id;              // file content or subtree; zero for an empty file
+  std::string target;       // symlink target
+  std::vector<std::pair<std::string, std::string>> xattrs;  // user.* only, sorted
+};
+
+struct CommitInfo {
+  ObjectId id;
+  ObjectId root;
+  std::vector<ObjectId> parents;
+  std::string message;
+  int64_t time_sec = 0;
+  uint32_t time_nsec = 0;
+  uint64_t logical_bytes = 0;  // sum of file sizes in the tree
+  uint64_t files = 0;          // entries in the tree (all types)
+};
+
+struct DiffEntry {
+  std::string path;
+  char change;  // 'A' added, 'D' removed, 'M' content modified, 'T' type changed, 'P' mode changed
+  std::optional<TreeEntry> before, after;
+};
+
+struct ImportOptions {
+  std::string branch = "main";
+  std::string message;
+  bool use_stat_cache = true;
+};
+struct ImportStats {
+  uint64_t files = 0, dirs = 0, hashed = 0, stat_hits = 0, objects_added = 0, bytes_added = 0;
+};
+
+struct StoreStats {
+  uint64_t allocated_bytes = 0, payload_bytes = 0, metadata_bytes = 0, other_bytes = 0;
+  uint64_t logical_bytes = 0, commits = 0, branches = 0;
+  std::map<std::string, uint64_t> objects;                           // by kind
+  std::map<std::string, std::map<uint32_t, uint64_t>> depth_histogram;  // kind -> depth -> count
+  std::map<std::string, uint32_t> max_chain_depth;                   // whole, chunk, metadata
+  std::map<std::string, uint64_t> cf_bytes;                          // table bytes per family
+  std::string policy;
+};
+
+struct VerifyReport {
+  uint64_t commits = 0, objects = 0, bytes = 0;
+  std::vector<std::string> problems;  // one line each: object, kind, path, what is wrong
+  bool ok() const { return problems.empty(); }
+};
+
+struct GcReport {
+  uint64_t objects_deleted = 0, bytes_before = 0, bytes_after = 0;
+};
+
+class Store {
+ public:
+  ~Store();
+  // Creates a Store at `path` (which must not exist or be an empty directory) with branch main
+  // at an empty first Commit.
+  static Result<std::unique_ptr<Store>> Create(const std::string& path, const Policy& policy);
+  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  // Opens over an existing Kv (tests: MemKv, FaultKv); creates the Store in it if empty.
+  static Result<std::unique_ptr<Store>> OpenOnKv(kv::Kv* kv, const Policy& policy);
+
+  // Commits DIR's tree as the next Commit of opts.branch. Returns the new Commit's id.
+  Result<ObjectId> Import(const std::string& dir, const ImportOptions& opts, ImportStats* stats = nullptr);
+
+  // Resolves a branch name, a commit id or unique prefix (>= 4 hex digits), or REF~N.
+  Result<ObjectId> Resolve(std::string_view spec);
+  Status Fork(const std::string& name, std::string_view from);
+  Result<std::vector<std::pair<std::string, ObjectId>>> Branches();
+  Status DeleteBranch(const std::string& name);
+  // Moves an existing branch (or creates it) to `commit`.
+  Status SetBranch(const std::string& name, const ObjectId& commit);
+  Result<std::optional<ObjectId>> BranchHead(const std::string& name);
+
+  Result<CommitInfo> GetCommit(const ObjectId& id);
+  // Newest first along first parents; limit 0 = all.
+  Result<std::vector<CommitInfo>> Log(const ObjectId& from, size_t limit = 0);
+  Result<std::vector<TreeEntry>> ReadTree(const ObjectId& tree);
+  // The entry at `path` in `commit` ("" is the root, returned as a directory entry).
+  Result<TreeEntry> Lookup(const ObjectId& commit, std::string_view path);
+  Result<std::string> ReadFile(const TreeEntry& file);
+  Result<std::vector<DiffEntry>> Diff(const ObjectId& a, const ObjectId& b);
+  // Writes `commit`'s tree into `dir` (absent or empty). Never writes outside `dir`.
+  Status Export(const ObjectId& commit, const std::string& dir);
+
+  Result<StoreStats> Stats();
+  // Reads back every object reachable from `commits` (all branches' history when empty).
+  Result<VerifyReport> Verify(const std::vector<ObjectId>& commits);
+  Result<GcReport> Gc();
+
+  // Stores a new Commit of `root` on `branch` (whose head must still be `expected_head`) in one
+  // synced batch with the pending objects and `extra`. Used by Import and the Workspace.
+  // EAGAIN if the branch moved.
+  Result<ObjectId> CommitTree(const std::string& branch, const ObjectId& root,
+                              const std::optional<ObjectId>& expected_head, const std::string& message,
+                              uint64_t logical_bytes, uint64_t files, kv::Batch* extra = nullptr);
+
+  const Policy& policy() const;
+  const std::string& path() const { return path_; }
+  objects::ObjectStore& objects() { return *objects_; }
+  kv::Kv& kv() { return *kv_; }
+
+  struct Impl;  // private state (history/store_impl.h)
+
+ private:
+  Store() = default;
+  static Result<std::unique_ptr<Store>> Init(kv::Kv* kv, std::unique_ptr<kv::Kv> owned,
+                                             const Policy* create_policy, std::string path);
+  std::string path_;
+  std::unique_ptr<kv::Kv> owned_kv_;
+  kv::Kv* kv_ = nullptr;
+  std::unique_ptr<objects::ObjectStore> objects_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace layerfs

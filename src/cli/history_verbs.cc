@@ -1,0 +1,200 @@
+// Verbs that read history: log, show, diff, cat, export.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "cli/cli.h"
+
+namespace layerfs::cli {
+
+using nlohmann::json;
+
+namespace {
+
+json CommitJson(const CommitInfo& c) {
+  json parents = json::array();
+  for (const auto& p : c.parents) parents.push_back(p.Hex());
+  return {{"id", c.id.Hex()},           {"parents", parents},         {"message", c.message},
+          {"time", c.time_sec},         {"tree", c.root.Hex()},       {"logical_bytes", c.logical_bytes},
+          {"files", c.files}};
+}
+
+json EntryJson(const TreeEntry& e) {
+  json j = {{"type", EntryTypeName(e.type)}, {"mode", fmt::format("{:04o}", e.mode)}, {"size", e.size}};
+  if (e.type == EntryType::kFile || e.type == EntryType::kDir) j["id"] = e.id.Hex();
+  if (e.type == EntryType::kSymlink) j["target"] = e.target;
+  return j;
+}
+
+void PrintDiff(const std::vector<DiffEntry>& d, bool stat, bool as_json) {
+  if (as_json) {
+    json arr = json::array();
+    for (const auto& e : d) {
+      json j = {{"path", e.path}, {"change", std::string(1, e.change)}};
+      if (e.before) j["before"] = EntryJson(*e.before);
+      if (e.after) j["after"] = EntryJson(*e.after);
+      arr.push_back(j);
+    }
+    std::printf("%s\n", arr.dump(2).c_str());
+    return;
+  }
+  size_t counts[256] = {};
+  for (const auto& e : d) {
+    counts[static_cast<unsigned char>(e.change)]++;
+    if (stat) {
+      int64_t before = e.before ? static_cast<int64_t>(e.before->size) : 0;
+      int64_t after = e.after ? static_cast<int64_t>(e.after->size) : 0;
+      std::printf("%c %-60s %+ld bytes\n", e.change, e.path.c_str(), after - before);
+    } else {
+      std::printf("%c\t%s\n", e.change, e.path.c_str());
+    }
+  }
+  if (stat)
+    std::printf("%zu paths changed: %zu added, %zu removed, %zu modified, %zu type changed, %zu attributes changed\n",
+                d.size(), counts['A'], counts['D'], counts['M'], counts['T'], counts['P']);
+}
+
+}  // namespace
+
+void AddHistoryVerbs(CLI::App& app, Context& ctx) {
+  {
+    auto* c = app.add_subcommand("log", "Commits newest first along first parents");
+    auto ref = std::make_shared<std::string>("main");
+    auto as_json = std::make_shared<bool>(false);
+    auto limit = std::make_shared<size_t>(0);
+    c->add_option("REF", *ref, "Where to start (default main)");
+    c->add_flag("--json", *as_json, "Print a JSON array");
+    c->add_option("-n,--max-count", *limit, "At most N commits");
+    c->callback([&ctx, ref, as_json, limit] {
+      ctx.run = [&ctx, ref, as_json, limit]() -> Status {
+        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
+        LFS_ASSIGN(auto log, st->Log(id, *limit));
+        if (*as_json) {
+          json arr = json::array();
+          for (const auto& e : log) arr.push_back(CommitJson(e));
+          std::printf("%s\n", arr.dump(2).c_str());
+        } else {
+          for (const auto& e : log)
+            std::printf("%s %s %s\n", e.id.Hex().c_str(), FormatTime(e.time_sec).c_str(), e.message.c_str());
+        }
+        return Status::Ok();
+      };
+    });
+  }
+  {
+    auto* c = app.add_subcommand("show", "A Commit's metadata and the paths it changed");
+    auto ref = std::make_shared<std::string>();
+    auto as_json = std::make_shared<bool>(false);
+    c->add_option("COMMIT", *ref, "Commit")->required();
+    c->add_flag("--json", *as_json, "Print JSON");
+    c->callback([&ctx, ref, as_json] {
+      ctx.run = [&ctx, ref, as_json]() -> Status {
+        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
+        LFS_ASSIGN(auto c, st->GetCommit(id));
+        std::vector<DiffEntry> changes;
+        if (!c.parents.empty()) {
+          LFS_ASSIGN(changes, st->Diff(c.parents[0], id));
+        }
+        if (*as_json) {
+          json j = CommitJson(c);
+          json ch = json::array();
+          for (const auto& e : changes) ch.push_back({{"path", e.path}, {"change", std::string(1, e.change)}});
+          j["changes"] = ch;
+          std::printf("%s\n", j.dump(2).c_str());
+          return Status::Ok();
+        }
+        std::printf("commit %s\n", c.id.Hex().c_str());
+        for (const auto& p : c.parents) std::printf("parent %s\n", p.Hex().c_str());
+        std::printf("tree   %s\ndate   %s\nfiles  %lu, %lu bytes\n\n    %s\n\n", c.root.Hex().c_str(),
+                    FormatTime(c.time_sec).c_str(), c.files, c.logical_bytes, c.message.c_str());
+        PrintDiff(changes, false, false);
+        return Status::Ok();
+      };
+    });
+  }
+  {
+    auto* c = app.add_subcommand("diff", "Paths added, removed, modified, type- or mode-changed from A to B");
+    auto a = std::make_shared<std::string>();
+    auto b = std::make_shared<std::string>();
+    auto stat = std::make_shared<bool>(false);
+    auto as_json = std::make_shared<bool>(false);
+    c->add_option("A", *a, "Old commit")->required();
+    c->add_option("B", *b, "New commit")->required();
+    c->add_flag("--stat", *stat, "Sizes and a summary");
+    c->add_flag("--json", *as_json, "Print a JSON array");
+    c->callback([&ctx, a, b, stat, as_json] {
+      ctx.run = [&ctx, a, b, stat, as_json]() -> Status {
+        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(ObjectId ia, st->Resolve(*a));
+        LFS_ASSIGN(ObjectId ib, st->Resolve(*b));
+        LFS_ASSIGN(auto d, st->Diff(ia, ib));
+        PrintDiff(d, *stat, *as_json);
+        return Status::Ok();
+      };
+    });
+  }
+  {
+    auto* c = app.add_subcommand("cat", "Print a file of a Commit (COMMIT:PATH)");
+    auto spec = std::make_shared<std::string>();
+    c->add_option("COMMIT:PATH", *spec, "What to print")->required();
+    c->callback([&ctx, spec] {
+      ctx.run = [&ctx, spec]() -> Status {
+        auto colon = spec->find(':');
+        if (colon == std::string::npos) return Status::Invalid(fmt::format("'{}' is not COMMIT:PATH", *spec));
+        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(ObjectId id, st->Resolve(spec->substr(0, colon)));
+        std::string path = spec->substr(colon + 1);
+        LFS_ASSIGN(auto e, st->Lookup(id, path));
+        std::string data;
+        if (e.type == EntryType::kSymlink) data = e.target;
+        else if (e.type == EntryType::kDir) return Status::Error(EISDIR, fmt::format("{}: is a directory", path));
+        else if (e.type != EntryType::kFile) return Status::Invalid(fmt::format("{}: is a {}", path, EntryTypeName(e.type)));
+        else {
+          LFS_ASSIGN(data, st->ReadFile(e));
+        }
+        for (std::string_view v = data; !v.empty();) {
+          ssize_t n = write(1, v.data(), v.size());
+          if (n < 0) {
+            if (errno == EINTR) continue;
+            return Status::Errorf(errno, "write: {}", strerror(errno));
+          }
+          v.remove_prefix(n);
+        }
+        return Status::Ok();
+      };
+    });
+  }
+  {
+    auto* c = app.add_subcommand("export", "Write a Commit's tree into DIR (absent or empty)");
+    auto ref = std::make_shared<std::string>();
+    auto dir = std::make_shared<std::string>();
+    c->add_option("COMMIT", *ref, "Commit")->required();
+    c->add_option("DIR", *dir, "Target directory")->required();
+    c->callback([&ctx, ref, dir] {
+      ctx.run = [&ctx, ref, dir]() -> Status {
+        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
+        struct stat sb;
+        if (lstat(dir->c_str(), &sb) == 0) {
+          if (!S_ISDIR(sb.st_mode)) return Status::Error(ENOTDIR, fmt::format("{} is not a directory", *dir));
+          std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir->c_str()), closedir);
+          if (!d) return Status::Errorf(errno, "open {}: {}", *dir, strerror(errno));
+          while (dirent* e = readdir(d.get()))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+              return Status::Exists(fmt::format("{} is not empty", *dir));
+        }
+        return st->Export(id, *dir);
+      };
+    });
+  }
+}
+
+}  // namespace layerfs::cli

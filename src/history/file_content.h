@@ -1,0 +1,29 @@
+// File content in and out of the ObjectStore: small files are one blob (a delta against the
+// path's previous version when that is smaller); files of kChunkThreshold bytes or more are
+// content-defined chunks, each a delta against the chunk it replaced, under a chunk list.
+// Thread-safe as the ObjectStore is.
+#pragma once
+
+#include "layerfs/store.h"
+#include "objects/object_store.h"
+
+namespace layerfs::history {
+
+constexpr uint64_t kChunkThreshold = 2 << 20;
+
+struct StoredContent {
+  ObjectId id;  // zero for empty content
+  bool chunked = false;
+  uint64_t objects_added = 0, bytes_added = 0;
+};
+
+// `prev` is the previous version of the file (or a similar file), if any: its content is the
+// delta base.
+Result<StoredContent> WriteContent(objects::ObjectStore& os, std::string_view content,
+                                   const TreeEntry* prev);
+Result<std::string> ReadContent(objects::ObjectStore& os, const ObjectId& id, bool chunked);
+// Bytes [off, off+len) of the content (short at the end), reading only the chunks it covers.
+Result<std::string> ReadContentRange(objects::ObjectStore& os, const ObjectId& id, bool chunked,
+                                     uint64_t off, uint64_t len);
+
+}  // namespace layerfs::history

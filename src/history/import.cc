@@ -1,0 +1,344 @@
+// Store::Import: commits a directory tree as the next Commit of a branch.
+//
+// Walks DIR with *at() calls (never following symlinks), beside the branch head's tree, so each
+// path's previous version is its delta base. A stat cache (size, mtime, ctime, inode, device per
+// branch and path, like Git's index) skips reading and hashing unchanged files. Objects are staged
+// in the ObjectStore; the Commit, the ref and the new stat cache go in one synced batch.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "base/coding.h"
+#include "history/file_content.h"
+#include "history/keys.h"
+#include "history/store_impl.h"
+#include "kv/kv.h"
+#include "objects/object_store.h"
+#include "objects/tree.h"
+
+namespace layerfs {
+
+using objects::Kind;
+
+namespace {
+
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+struct StatEntry {
+  uint64_t size, mtime_ns, ctime_ns, ino, dev;
+  bool chunked;
+  ObjectId id;
+};
+
+std::string EncodeStat(const StatEntry& s) {
+  std::string v;
+  base::PutVarint(&v, s.size);
+  base::PutVarint(&v, s.mtime_ns);
+  base::PutVarint(&v, s.ctime_ns);
+  base::PutVarint(&v, s.ino);
+  base::PutVarint(&v, s.dev);
+  base::PutU8(&v, s.chunked);
+  v.append(s.id.AsKey());
+  return v;
+}
+
+bool DecodeStat(std::string_view v, StatEntry* s) {
+  base::Reader r(v);
+  uint8_t ch;
+  std::string_view id;
+  if (!r.Varint(&s->size) || !r.Varint(&s->mtime_ns) || !r.Varint(&s->ctime_ns) || !r.Varint(&s->ino) ||
+      !r.Varint(&s->dev) || !r.U8(&ch) || !r.Raw(ObjectId::kSize, &id) || !r.AtEnd())
+    return false;
+  s->chunked = ch;
+  s->id = ObjectId::FromKey(id);
+  return true;
+}
+
+uint64_t Nanos(const timespec& t) { return t.tv_sec * 1000000000ull + t.tv_nsec; }
+
+Status Errno(std::string_view what, const std::string& path) {
+  int e = errno;
+  return Status::Errorf(e, "{} {}: {}", what, path, strerror(e));
+}
+
+Result<std::string> ReadAll(int fd, const std::string& path, uint64_t size_hint) {
+  std::string out;
+  out.resize(size_hint);
+  size_t have = 0;
+  for (;;) {
+    if (have == out.size()) out.resize(std::max<size_t>(out.size() * 2, 1 << 16));
+    ssize_t n = read(fd, out.data() + have, out.size() - have);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("read", path);
+    }
+    if (n == 0) break;
+    have += n;
+  }
+  out.resize(have);
+  return out;
+}
+
+Status ReadXattrs(const std::string& path, std::vector<std::pair<std::string, std::string>>* out) {
+  ssize_t n = llistxattr(path.c_str(), nullptr, 0);
+  if (n < 0) return (errno == ENOTSUP || errno == ENODATA) ? Status::Ok() : Errno("list xattrs of", path);
+  if (n == 0) return Status::Ok();
+  std::string names(n, '\0');
+  n = llistxattr(path.c_str(), names.data(), names.size());
+  if (n < 0) return Errno("list xattrs of", path);
+  names.resize(n);
+  for (size_t pos = 0; pos < names.size();) {
+    std::string name = names.c_str() + pos;
+    pos += name.size() + 1;
+    if (name.rfind("user.", 0) != 0) continue;
+    ssize_t vn = lgetxattr(path.c_str(), name.c_str(), nullptr, 0);
+    if (vn < 0) return Errno("read xattr of", path);
+    std::string v(vn, '\0');
+    vn = lgetxattr(path.c_str(), name.c_str(), v.data(), v.size());
+    if (vn < 0) return Errno("read xattr of", path);
+    v.resize(vn);
+    out->emplace_back(std::move(name), std::move(v));
+  }
+  std::sort(out->begin(), out->end());
+  return Status::Ok();
+}
+
+class Importer {
+ public:
+  Importer(Store& st, const ImportOptions& opts, ImportStats& stats)
+      : st_(st), os_(st.objects()), opts_(opts), stats_(stats), start_ns_(history::NowNanos()) {}
+
+  Status LoadStatCache() {
+    if (!opts_.use_stat_cache) return Status::Ok();
+    std::string p = history::StatBranchPrefix(opts_.branch);
+    return st_.kv().Scan(kv::Cf::kIndex, p, history::PrefixEnd(p), [&](auto k, auto v) {
+      StatEntry s;
+      if (DecodeStat(v, &s)) cache_.emplace(std::string(k.substr(p.size())), s);
+      return true;
+    });
+  }
+
+  // Imports the directory open at `dirfd` (path `abs`, relative path `rel`), beside its previous
+  // tree `old` (if any). Returns the tree id.
+  Result<ObjectId> Dir(int dirfd, const std::string& abs, const std::string& rel,
+                       const std::optional<ObjectId>& old) {
+    stats_.dirs++;
+    std::vector<TreeEntry> old_entries;
+    if (old) {
+      LFS_ASSIGN(old_entries, st_.ReadTree(*old));
+    }
+    auto find_old = [&](const std::string& name) -> const TreeEntry* {
+      auto it = std::lower_bound(old_entries.begin(), old_entries.end(), name,
+                                 [](const TreeEntry& e, const std::string& n) { return e.name < n; });
+      return it != old_entries.end() && it->name == name ? &*it : nullptr;
+    };
+    std::vector<std::string> names;
+    {
+      int dup_fd = dup(dirfd);
+      if (dup_fd < 0) return Errno("open", abs);
+      DIR* d = fdopendir(dup_fd);
+      if (!d) {
+        close(dup_fd);
+        return Errno("open", abs);
+      }
+      errno = 0;
+      while (dirent* e = readdir(d)) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        names.emplace_back(e->d_name);
+      }
+      int err = errno;
+      closedir(d);
+      if (err) {
+        errno = err;
+        return Errno("read directory", abs);
+      }
+    }
+    std::sort(names.begin(), names.end());
+    std::vector<TreeEntry> entries;
+    entries.reserve(names.size());
+    for (const auto& name : names) {
+      std::string child_abs = abs + "/" + name;
+      std::string child_rel = rel.empty() ? name : rel + "/" + name;
+      struct stat sb;
+      if (fstatat(dirfd, name.c_str(), &sb, AT_SYMLINK_NOFOLLOW) != 0) return Errno("stat", child_abs);
+      TreeEntry e;
+      e.name = name;
+      e.mode = sb.st_mode & 07777;
+      e.uid = sb.st_uid;
+      e.gid = sb.st_gid;
+      e.mtime_sec = sb.st_mtim.tv_sec;
+      e.mtime_nsec = static_cast<uint32_t>(sb.st_mtim.tv_nsec);
+      if (!S_ISLNK(sb.st_mode)) LFS_TRY(ReadXattrs(child_abs, &e.xattrs));
+      if (!S_ISDIR(sb.st_mode) && sb.st_nlink > 1) e.link_group = sb.st_ino;
+      const TreeEntry* prev = find_old(name);
+      files_++;
+      if (S_ISDIR(sb.st_mode)) {
+        e.type = EntryType::kDir;
+        Fd fd(openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (fd.fd < 0) return Errno("open", child_abs);
+        std::optional<ObjectId> sub_old;
+        if (prev && prev->type == EntryType::kDir) sub_old = prev->id;
+        LFS_ASSIGN(e.id, Dir(fd.fd, child_abs, child_rel, sub_old));
+      } else if (S_ISREG(sb.st_mode)) {
+        e.type = EntryType::kFile;
+        e.size = sb.st_size;
+        LFS_TRY(File(dirfd, name, child_abs, child_rel, sb, prev, &e));
+      } else if (S_ISLNK(sb.st_mode)) {
+        e.type = EntryType::kSymlink;
+        std::string target(sb.st_size + 1, '\0');
+        ssize_t n = readlinkat(dirfd, name.c_str(), target.data(), target.size());
+        if (n < 0) return Errno("read link", child_abs);
+        target.resize(n);
+        e.target = std::move(target);
+        e.size = e.target.size();
+      } else {
+        e.type = S_ISCHR(sb.st_mode)   ? EntryType::kChar
+                 : S_ISBLK(sb.st_mode) ? EntryType::kBlock
+                 : S_ISFIFO(sb.st_mode) ? EntryType::kFifo
+                                        : EntryType::kSocket;
+        e.rdev = sb.st_rdev;
+      }
+      entries.push_back(std::move(e));
+    }
+    LFS_ASSIGN(auto put, os_.Put(Kind::kTree, objects::EncodeTree(entries), old));
+    Count(put.added, put.stored_bytes);
+    return put.id;
+  }
+
+  Status File(int dirfd, const std::string& name, const std::string& abs, const std::string& rel,
+              const struct stat& sb, const TreeEntry* prev, TreeEntry* e) {
+    logical_ += sb.st_size;
+    stats_.files++;
+    if (e->link_group) {
+      auto it = links_.find({sb.st_dev, sb.st_ino});
+      if (it != links_.end()) {
+        e->id = it->second.first;
+        e->chunked = it->second.second;
+        return Status::Ok();
+      }
+    }
+    StatEntry now{static_cast<uint64_t>(sb.st_size), Nanos(sb.st_mtim), Nanos(sb.st_ctim),
+                  static_cast<uint64_t>(sb.st_ino), static_cast<uint64_t>(sb.st_dev), false, {}};
+    bool done = false;
+    if (auto it = cache_.find(rel); it != cache_.end()) {
+      const StatEntry& c = it->second;
+      if (c.size == now.size && c.mtime_ns == now.mtime_ns && c.ctime_ns == now.ctime_ns &&
+          c.ino == now.ino && c.dev == now.dev &&
+          (c.id.IsZero() || os_.Exists(c.chunked ? Kind::kChunkList : Kind::kBlob, c.id).value_or(false))) {
+        e->id = c.id;
+        e->chunked = c.chunked;
+        stats_.stat_hits++;
+        done = true;
+      }
+    }
+    if (!done) {
+      Fd fd(openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      if (fd.fd < 0) return Errno("open", abs);
+      LFS_ASSIGN(std::string data, ReadAll(fd.fd, abs, sb.st_size));
+      if (data.size() != static_cast<uint64_t>(sb.st_size))
+        return Status::Errorf(EAGAIN, "{} changed size while it was imported", abs);
+      stats_.hashed++;
+      const TreeEntry* base = prev && prev->type == EntryType::kFile ? prev : SimilarFile(name, data.size());
+      LFS_ASSIGN(auto stored, history::WriteContent(os_, data, base));
+      e->id = stored.id;
+      e->chunked = stored.chunked;
+      Count(stored.objects_added, stored.bytes_added);
+    }
+    if (e->link_group) links_[{sb.st_dev, sb.st_ino}] = {e->id, e->chunked};
+    // A file modified within the last two seconds may change again without its mtime moving
+    // ("racily clean" in Git's words): leave it out of the cache so the next import rereads it.
+    if (opts_.use_stat_cache && now.mtime_ns + 2000000000ull < static_cast<uint64_t>(start_ns_) &&
+        now.ctime_ns + 2000000000ull < static_cast<uint64_t>(start_ns_)) {
+      now.id = e->id;
+      now.chunked = e->chunked;
+      stat_batch_.Put(kv::Cf::kIndex, history::StatBranchPrefix(opts_.branch) + rel, EncodeStat(now));
+    }
+    return Status::Ok();
+  }
+
+  // A file of the previous tree with the same name elsewhere (a move or a copy): a delta base for
+  // a path that is new. Built on first need.
+  const TreeEntry* SimilarFile(const std::string& name, uint64_t size) {
+    if (!old_root_) return nullptr;
+    if (!basenames_) {
+      basenames_.emplace();
+      std::vector<ObjectId> stack{*old_root_};
+      while (!stack.empty()) {
+        ObjectId t = stack.back();
+        stack.pop_back();
+        auto entries = st_.ReadTree(t);
+        if (!entries.ok()) continue;
+        for (auto& e : *entries) {
+          if (e.type == EntryType::kDir) stack.push_back(e.id);
+          else if (e.type == EntryType::kFile && !e.id.IsZero()) basenames_->emplace(e.name, e);
+        }
+      }
+    }
+    auto it = basenames_->find(name);
+    if (it == basenames_->end()) return nullptr;
+    uint64_t s = it->second.size;
+    if (s > 4 * size + 4096 || size > 4 * s + 4096) return nullptr;
+    return &it->second;
+  }
+
+  void Count(uint64_t objects, uint64_t bytes) {
+    stats_.objects_added += objects;
+    stats_.bytes_added += bytes;
+  }
+
+  Store& st_;
+  objects::ObjectStore& os_;
+  const ImportOptions& opts_;
+  ImportStats& stats_;
+  int64_t start_ns_;
+  std::unordered_map<std::string, StatEntry> cache_;
+  std::map<std::pair<dev_t, ino_t>, std::pair<ObjectId, bool>> links_;
+  std::optional<ObjectId> old_root_;
+  std::optional<std::unordered_map<std::string, TreeEntry>> basenames_;
+  kv::Batch stat_batch_;
+  uint64_t logical_ = 0, files_ = 0;
+};
+
+}  // namespace
+
+Result<ObjectId> Store::Import(const std::string& dir, const ImportOptions& opts, ImportStats* stats_out) {
+  ImportStats stats;
+  LFS_ASSIGN(auto head, BranchHead(opts.branch));
+  if (!head) return Status::NotFound(fmt::format("no branch '{}'", opts.branch));
+  LFS_ASSIGN(auto head_commit, GetCommit(*head));
+  Fd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (root.fd < 0) return Errno("open", dir);
+  Importer im(*this, opts, stats);
+  im.old_root_ = head_commit.root;
+  LFS_TRY(im.LoadStatCache());
+  auto tree = im.Dir(root.fd, dir, "", head_commit.root);
+  if (!tree.ok()) {
+    objects_->Abort();
+    return tree.status();
+  }
+  kv::Batch extra;
+  std::string sp = history::StatBranchPrefix(opts.branch);
+  if (opts.use_stat_cache) extra.DeleteRange(kv::Cf::kIndex, sp, history::PrefixEnd(sp));
+  for (const auto& e : im.stat_batch_.entries()) extra.Put(e.cf, e.key, e.value);
+  std::string msg = opts.message.empty() ? fmt::format("import {}", dir) : opts.message;
+  auto id = CommitTree(opts.branch, *tree, head, msg, im.logical_, im.files_, &extra);
+  if (stats_out) *stats_out = stats;
+  return id;
+}
+
+}  // namespace layerfs

@@ -1,0 +1,31 @@
+// Key schema of the meta and index column families (docs/format.md). FORMAT: prefixes are
+// persisted; never change one.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace layerfs::history {
+
+constexpr uint32_t kFormatVersion = 1;
+inline constexpr std::string_view kConfigKey = "config";
+inline constexpr std::string_view kRefPrefix = "ref/";     // + branch name -> 16-byte commit id
+inline constexpr std::string_view kStatPrefix = "stat/";   // + branch + '\0' + path -> stat entry
+
+inline std::string RefKey(std::string_view branch) { return std::string(kRefPrefix) + std::string(branch); }
+inline std::string StatBranchPrefix(std::string_view branch) {
+  return std::string(kStatPrefix) + std::string(branch) + '\0';
+}
+// The smallest key greater than every key that starts with `prefix`.
+inline std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    if (static_cast<unsigned char>(prefix.back()) != 0xff) {
+      prefix.back() = static_cast<char>(prefix.back() + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return prefix;
+}
+
+}  // namespace layerfs::history

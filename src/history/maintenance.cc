@@ -1,0 +1,190 @@
+// Store::Stats, Store::Verify and Store::Gc: the whole-Store passes.
+#include <ftw.h>
+#include <sys/stat.h>
+
+#include <functional>
+#include <unordered_set>
+
+#include "history/file_content.h"
+#include "history/keys.h"
+#include "kv/kv.h"
+#include "objects/object_store.h"
+#include "objects/tree.h"
+
+namespace layerfs {
+
+using objects::Kind;
+
+namespace {
+
+uint64_t g_du_total;
+int DuVisit(const char*, const struct stat* sb, int type, struct FTW*) {
+  if (type == FTW_F || type == FTW_D || type == FTW_SL) g_du_total += static_cast<uint64_t>(sb->st_blocks) * 512;
+  return 0;
+}
+
+uint64_t AllocatedBytes(const std::string& path) {
+  static std::mutex mu;
+  std::lock_guard l(mu);
+  g_du_total = 0;
+  nftw(path.c_str(), DuVisit, 16, FTW_PHYS);
+  return g_du_total;
+}
+
+const char* PolicyKey(Kind k) {
+  switch (k) {
+    case Kind::kBlob: return "whole";
+    case Kind::kChunk: return "chunk";
+    case Kind::kTree: return "metadata";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+Result<StoreStats> Store::Stats() {
+  StoreStats st;
+  st.policy = policy().ToString();
+  LFS_TRY(kv_->Flush());
+  for (const char* k : {"whole", "chunk", "metadata"}) st.max_chain_depth[k] = 0;
+  for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
+    LFS_TRY(kv_->Scan(cf, "", "", [&](auto, auto v) {
+      auto info = objects::ParseRecord(v);
+      if (!info.ok()) return true;
+      std::string kind = objects::KindName(info->kind);
+      st.objects[kind]++;
+      st.depth_histogram[kind][info->depth]++;
+      if (const char* pk = PolicyKey(info->kind))
+        st.max_chain_depth[pk] = std::max(st.max_chain_depth[pk], info->depth);
+      if (info->kind == Kind::kCommit) {
+        std::string_view payload;
+        (void)objects::ParseRecord(v, &payload);
+        st.commits++;
+      }
+      return true;
+    }));
+  }
+  // Logical bytes: the file bytes of every Commit's tree, as recorded in each Commit.
+  LFS_TRY(kv_->Scan(kv::Cf::kCommits, "", "", [&](auto k, auto) {
+    auto c = GetCommit(ObjectId::FromKey(k));
+    if (c.ok()) st.logical_bytes += c->logical_bytes;
+    return true;
+  }));
+  LFS_ASSIGN(auto branches, Branches());
+  st.branches = branches.size();
+  uint64_t payload = 0, meta = 0;
+  for (int i = 0; i < kv::kNumCfs; i++) {
+    auto cf = static_cast<kv::Cf>(i);
+    LFS_ASSIGN(auto cs, kv_->Stats(cf));
+    st.cf_bytes[kv::CfName(cf)] = cs.sst_file_bytes;
+    if (cf == kv::Cf::kBlobs) payload += cs.data_bytes;
+    else if (cf != kv::Cf::kWorkspace) meta += cs.data_bytes;
+  }
+  st.payload_bytes = payload;
+  st.metadata_bytes = meta;
+  st.allocated_bytes = path_.empty() ? payload + meta : AllocatedBytes(path_);
+  st.other_bytes = st.allocated_bytes > payload + meta ? st.allocated_bytes - payload - meta : 0;
+  return st;
+}
+
+Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested) {
+  VerifyReport rep;
+  std::vector<ObjectId> commits = requested;
+  std::unordered_set<ObjectId, ObjectIdHash> seen_commits, seen;
+  if (commits.empty()) {
+    LFS_ASSIGN(auto branches, Branches());
+    for (auto& [name, head] : branches) commits.push_back(head);
+  }
+  auto problem = [&](const ObjectId& id, const char* kind, const std::string& path, const Status& s) {
+    rep.problems.push_back(fmt::format("{} {} at {}: {}", kind, id.Hex(), path.empty() ? "/" : path, s.message()));
+  };
+  std::function<void(const ObjectId&, const std::string&)> tree = [&](const ObjectId& id, const std::string& path) {
+    if (!seen.insert(id).second) return;
+    auto entries = ReadTree(id);
+    rep.objects++;
+    if (!entries.ok()) return problem(id, "tree", path, entries.status());
+    for (const auto& e : *entries) {
+      std::string p = path + "/" + e.name;
+      if (e.type == EntryType::kDir) {
+        tree(e.id, p);
+      } else if (e.type == EntryType::kFile && !e.id.IsZero()) {
+        if (!seen.insert(e.id).second) continue;
+        rep.objects++;
+        auto data = history::ReadContent(*objects_, e.id, e.chunked);
+        if (!data.ok()) problem(e.id, e.chunked ? "chunked file" : "blob", p, data.status());
+        else if (data->size() != e.size) problem(e.id, "blob", p, Status::Corrupt("size does not match its entry"));
+        else rep.bytes += data->size();
+      }
+    }
+  };
+  // Every commit reachable through all parents.
+  while (!commits.empty()) {
+    ObjectId c = commits.back();
+    commits.pop_back();
+    if (!seen_commits.insert(c).second) continue;
+    rep.commits++;
+    rep.objects++;
+    auto info = GetCommit(c);
+    if (!info.ok()) {
+      problem(c, "commit", "", info.status());
+      continue;
+    }
+    tree(info->root, "");
+    for (const auto& p : info->parents) commits.push_back(p);
+  }
+  return rep;
+}
+
+Result<GcReport> Store::Gc() {
+  GcReport rep;
+  LFS_TRY(kv_->Flush());
+  rep.bytes_before = path_.empty() ? 0 : AllocatedBytes(path_);
+  // Mark: commits, trees, file content and chunks reachable from any branch, plus every delta
+  // base their records need.
+  std::unordered_set<ObjectId, ObjectIdHash> live;
+  std::vector<std::pair<Kind, ObjectId>> work;
+  LFS_ASSIGN(auto branches, Branches());
+  for (auto& [name, head] : branches) work.emplace_back(Kind::kCommit, head);
+  while (!work.empty()) {
+    auto [kind, id] = work.back();
+    work.pop_back();
+    if (id.IsZero() || !live.insert(id).second) continue;
+    // Keep the chain below this record.
+    auto info = objects_->Info(kind, id);
+    if (!info.ok()) return info.status().Context("gc mark");
+    if (info->encoding == objects::Encoding::kDelta) work.emplace_back(kind, info->base);
+    if (kind == Kind::kCommit) {
+      LFS_ASSIGN(auto c, GetCommit(id));
+      work.emplace_back(Kind::kTree, c.root);
+      for (auto& p : c.parents) work.emplace_back(Kind::kCommit, p);
+    } else if (kind == Kind::kTree) {
+      LFS_ASSIGN(auto entries, ReadTree(id));
+      for (auto& e : entries) {
+        if (e.type == EntryType::kDir) work.emplace_back(Kind::kTree, e.id);
+        else if (e.type == EntryType::kFile) work.emplace_back(e.chunked ? Kind::kChunkList : Kind::kBlob, e.id);
+      }
+    } else if (kind == Kind::kChunkList) {
+      LFS_ASSIGN(std::string list, objects_->Get(Kind::kChunkList, id));
+      LFS_ASSIGN(auto chunks, objects::DecodeChunkList(list));
+      for (auto& ch : chunks) work.emplace_back(Kind::kChunk, ch.id);
+    }
+  }
+  // Sweep, in bounded batches.
+  kv::Batch b;
+  for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
+    LFS_TRY(kv_->Scan(cf, "", "", [&](auto k, auto) {
+      if (k.size() == ObjectId::kSize && !live.count(ObjectId::FromKey(k))) {
+        b.Delete(cf, k);
+        rep.objects_deleted++;
+      }
+      return true;
+    }));
+  }
+  LFS_TRY(kv_->Write(b, true));
+  objects_->ClearCache();
+  LFS_TRY(kv_->CompactAll());
+  rep.bytes_after = path_.empty() ? 0 : AllocatedBytes(path_);
+  return rep;
+}
+
+}  // namespace layerfs

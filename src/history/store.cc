@@ -1,0 +1,393 @@
+// Store: open/create, config, refs, resolution, commits and tree reads.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <random>
+
+#include "base/coding.h"
+#include "history/file_content.h"
+#include "history/keys.h"
+#include "history/store_impl.h"
+#include "kv/kv.h"
+#include "objects/object_store.h"
+#include "objects/tree.h"
+
+namespace layerfs {
+
+using objects::Kind;
+
+Result<Policy> Policy::Parse(std::string_view s) {
+  Policy p;
+  uint32_t v[3];
+  size_t pos = 0;
+  for (int i = 0; i < 3; i++) {
+    size_t end = i < 2 ? s.find('/', pos) : s.size();
+    if (end == std::string_view::npos) return Status::Invalid(fmt::format("policy '{}' is not W/C/M", s));
+    auto part = s.substr(pos, end - pos);
+    auto [p2, ec] = std::from_chars(part.data(), part.data() + part.size(), v[i]);
+    if (ec != std::errc() || p2 != part.data() + part.size() || part.empty() || v[i] > 1000)
+      return Status::Invalid(fmt::format("policy '{}' is not W/C/M with caps 0..1000", s));
+    pos = end + 1;
+  }
+  p.whole = v[0];
+  p.chunk = v[1];
+  p.meta = v[2];
+  return p;
+}
+
+std::string Policy::ToString() const { return fmt::format("{}/{}/{}", whole, chunk, meta); }
+
+const char* EntryTypeName(EntryType t) {
+  switch (t) {
+    case EntryType::kFile: return "file";
+    case EntryType::kDir: return "dir";
+    case EntryType::kSymlink: return "symlink";
+    case EntryType::kChar: return "chardev";
+    case EntryType::kBlock: return "blockdev";
+    case EntryType::kFifo: return "fifo";
+    case EntryType::kSocket: return "socket";
+  }
+  return "?";
+}
+
+namespace history {
+
+bool ValidBranchName(std::string_view n) {
+  if (n.empty() || n.size() > 200 || n[0] == '-' || n[0] == '/' || n.back() == '/' ||
+      n.find("..") != std::string_view::npos || n.find("//") != std::string_view::npos)
+    return false;
+  for (char c : n)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '/')) return false;
+  return true;
+}
+
+int64_t NowNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+}  // namespace history
+
+using history::NowNanos;
+
+Store::~Store() = default;
+
+static std::string EncodeConfig(const Store::Impl& c) {
+  std::string s;
+  base::PutFixed32(&s, history::kFormatVersion);
+  base::PutFixed64(&s, c.seed);
+  base::PutVarint(&s, c.policy.whole);
+  base::PutVarint(&s, c.policy.chunk);
+  base::PutVarint(&s, c.policy.meta);
+  base::PutSVarint(&s, c.created);
+  return s;
+}
+
+static Status DecodeConfig(std::string_view v, Store::Impl* c) {
+  base::Reader r(v);
+  uint32_t ver;
+  uint64_t w, ch, m;
+  if (!r.Fixed32(&ver)) return Status::Corrupt("store config is damaged");
+  if (ver != history::kFormatVersion)
+    return Status::Errorf(EPROTO, "store format version {} is not supported (this build reads {})", ver,
+                          history::kFormatVersion);
+  int64_t created;
+  if (!r.Fixed64(&c->seed) || !r.Varint(&w) || !r.Varint(&ch) || !r.Varint(&m) || !r.SVarint(&created))
+    return Status::Corrupt("store config is damaged");
+  c->policy = {static_cast<uint32_t>(w), static_cast<uint32_t>(ch), static_cast<uint32_t>(m)};
+  c->created = created;
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> owned,
+                                           const Policy* create_policy, std::string path) {
+  auto st = std::unique_ptr<Store>(new Store());
+  st->path_ = std::move(path);
+  st->owned_kv_ = std::move(owned);
+  st->kv_ = kv;
+  st->impl_ = std::make_unique<Impl>();
+  LFS_ASSIGN(auto cfg, kv->Get(kv::Cf::kMeta, history::kConfigKey));
+  bool fresh = !cfg.has_value();
+  if (fresh) {
+    if (!create_policy) return Status::Corrupt("store has no config (not a LayerFS store?)");
+    std::random_device rd;
+    st->impl_->seed = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(NowNanos());
+    st->impl_->policy = *create_policy;
+    st->impl_->created = NowNanos() / 1000000000;
+  } else {
+    LFS_TRY(DecodeConfig(*cfg, st->impl_.get()));
+  }
+  st->objects_ = std::make_unique<objects::ObjectStore>(kv, st->impl_->seed, st->impl_->policy);
+  if (fresh) {
+    // The first Commit: an empty tree, so every branch always has a head.
+    LFS_ASSIGN(auto root, st->objects_->Put(Kind::kTree, objects::EncodeTree({}), std::nullopt));
+    CommitInfo c;
+    c.root = root.id;
+    c.message = "init";
+    int64_t now = NowNanos();
+    c.time_sec = now / 1000000000;
+    c.time_nsec = static_cast<uint32_t>(now % 1000000000);
+    LFS_ASSIGN(auto cr, st->objects_->Put(Kind::kCommit, objects::EncodeCommit(c), std::nullopt));
+    kv::Batch b;
+    st->objects_->TakeBatch(&b);
+    b.Put(kv::Cf::kMeta, history::kConfigKey, EncodeConfig(*st->impl_));
+    b.Put(kv::Cf::kMeta, history::RefKey("main"), cr.id.AsKey());
+    LFS_TRY(kv->Write(b, true));
+  }
+  return st;
+}
+
+static bool DirIsEmptyOrAbsent(const std::string& path, bool* exists) {
+  DIR* d = opendir(path.c_str());
+  if (!d) {
+    *exists = false;
+    return errno == ENOENT;
+  }
+  *exists = true;
+  bool empty = true;
+  while (dirent* e = readdir(d))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = false;
+  closedir(d);
+  return empty;
+}
+
+Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Policy& policy) {
+  bool exists;
+  if (!DirIsEmptyOrAbsent(path, &exists))
+    return Status::Exists(fmt::format("{} exists and is not an empty directory", path));
+  if (!exists && mkdir(path.c_str(), 0700) != 0)
+    return Status::Errorf(errno, "create {}: {}", path, strerror(errno));
+  {
+    std::ofstream marker(path + "/LAYERFS");
+    marker << "LayerFS store, format " << history::kFormatVersion << ", policy " << policy.ToString() << "\n";
+    if (!marker) return Status::Errorf(EIO, "write {}/LAYERFS", path);
+  }
+  kv::RocksOptions ro;
+  ro.create_if_missing = true;
+  ro.error_if_exists = true;
+  LFS_ASSIGN(auto kvp, kv::OpenRocksKv(path + "/db", ro));
+  kv::Kv* raw = kvp.get();
+  return Init(raw, std::move(kvp), &policy, path);
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  struct stat st;
+  if (stat((path + "/db/CURRENT").c_str(), &st) != 0)
+    return Status::NotFound(fmt::format("{} is not a LayerFS store", path));
+  kv::RocksOptions ro;
+  auto kvp = kv::OpenRocksKv(path + "/db", ro);
+  if (!kvp.ok()) {
+    if (kvp.status().code() == EBUSY)
+      return Status::Error(EBUSY, fmt::format("store {} is in use by another process", path));
+    return kvp.status();
+  }
+  kv::Kv* raw = kvp->get();
+  return Init(raw, std::move(*kvp), nullptr, path);
+}
+
+Result<std::unique_ptr<Store>> Store::OpenOnKv(kv::Kv* kv, const Policy& policy) {
+  return Init(kv, nullptr, &policy, "");
+}
+
+const Policy& Store::policy() const { return impl_->policy; }
+
+Result<std::optional<ObjectId>> Store::BranchHead(const std::string& name) {
+  LFS_ASSIGN(auto v, kv_->Get(kv::Cf::kMeta, history::RefKey(name)));
+  if (!v) return std::optional<ObjectId>();
+  if (v->size() != ObjectId::kSize) return Status::Corrupt(fmt::format("branch {}: damaged ref", name));
+  return std::optional<ObjectId>(ObjectId::FromKey(*v));
+}
+
+Result<std::vector<std::pair<std::string, ObjectId>>> Store::Branches() {
+  std::vector<std::pair<std::string, ObjectId>> out;
+  std::string begin(history::kRefPrefix);
+  LFS_TRY(kv_->Scan(kv::Cf::kMeta, begin, history::PrefixEnd(begin), [&](auto k, auto v) {
+    if (v.size() == ObjectId::kSize)
+      out.emplace_back(std::string(k.substr(begin.size())), ObjectId::FromKey(v));
+    return true;
+  }));
+  return out;
+}
+
+Result<CommitInfo> Store::GetCommit(const ObjectId& id) {
+  LFS_ASSIGN(std::string data, objects_->Get(Kind::kCommit, id));
+  LFS_ASSIGN(CommitInfo c, objects::DecodeCommit(data));
+  c.id = id;
+  return c;
+}
+
+Result<ObjectId> Store::Resolve(std::string_view spec) {
+  std::string_view base = spec;
+  uint64_t back = 0;
+  if (auto t = spec.rfind('~'); t != std::string_view::npos) {
+    auto num = spec.substr(t + 1);
+    if (num.empty()) {
+      back = 1;
+    } else {
+      auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), back);
+      if (ec != std::errc() || p != num.data() + num.size())
+        return Status::Invalid(fmt::format("'{}' is not REF~N", spec));
+    }
+    base = spec.substr(0, t);
+  }
+  if (base.empty()) return Status::Invalid("empty commit reference");
+  std::optional<ObjectId> id;
+  if (history::ValidBranchName(base)) {
+    LFS_ASSIGN(id, BranchHead(std::string(base)));
+  }
+  if (!id) {
+    bool hex = base.size() >= 4 && base.size() <= 32 &&
+               base.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+    if (!hex) return Status::NotFound(fmt::format("no branch or commit '{}'", base));
+    std::string lower(base);
+    for (auto& c : lower) c = static_cast<char>(tolower(c));
+    std::string prefix;
+    for (size_t i = 0; i + 1 < lower.size(); i += 2)
+      prefix.push_back(static_cast<char>(std::stoi(lower.substr(i, 2), nullptr, 16)));
+    int matches = 0;
+    LFS_TRY(kv_->Scan(kv::Cf::kCommits, prefix, history::PrefixEnd(prefix), [&](auto k, auto) {
+      ObjectId cand = ObjectId::FromKey(k);
+      if (cand.Hex().compare(0, lower.size(), lower) == 0) {
+        id = cand;
+        if (++matches > 1) return false;
+      }
+      return true;
+    }));
+    if (matches == 0) return Status::NotFound(fmt::format("no branch or commit '{}'", base));
+    if (matches > 1) return Status::Invalid(fmt::format("commit prefix '{}' is ambiguous", base));
+  }
+  for (uint64_t i = 0; i < back; i++) {
+    LFS_ASSIGN(auto c, GetCommit(*id));
+    if (c.parents.empty())
+      return Status::NotFound(fmt::format("'{}': history has only {} commit(s) before it", spec, i));
+    id = c.parents[0];
+  }
+  return *id;
+}
+
+Status Store::SetBranch(const std::string& name, const ObjectId& commit) {
+  if (!history::ValidBranchName(name)) return Status::Invalid(fmt::format("invalid branch name '{}'", name));
+  LFS_ASSIGN(auto c, GetCommit(commit));
+  (void)c;
+  std::lock_guard l(impl_->ref_mu);
+  kv::Batch b;
+  b.Put(kv::Cf::kMeta, history::RefKey(name), commit.AsKey());
+  return kv_->Write(b, true);
+}
+
+Status Store::Fork(const std::string& name, std::string_view from) {
+  if (!history::ValidBranchName(name)) return Status::Invalid(fmt::format("invalid branch name '{}'", name));
+  LFS_ASSIGN(ObjectId at, Resolve(from));
+  std::lock_guard l(impl_->ref_mu);
+  LFS_ASSIGN(auto existing, BranchHead(name));
+  if (existing) return Status::Exists(fmt::format("branch '{}' already exists", name));
+  kv::Batch b;
+  b.Put(kv::Cf::kMeta, history::RefKey(name), at.AsKey());
+  return kv_->Write(b, true);
+}
+
+Status Store::DeleteBranch(const std::string& name) {
+  std::lock_guard l(impl_->ref_mu);
+  LFS_ASSIGN(auto existing, BranchHead(name));
+  if (!existing) return Status::NotFound(fmt::format("no branch '{}'", name));
+  kv::Batch b;
+  b.Delete(kv::Cf::kMeta, history::RefKey(name));
+  std::string sp = history::StatBranchPrefix(name);
+  b.DeleteRange(kv::Cf::kIndex, sp, history::PrefixEnd(sp));
+  return kv_->Write(b, true);
+}
+
+Result<ObjectId> Store::CommitTree(const std::string& branch, const ObjectId& root,
+                                   const std::optional<ObjectId>& expected_head,
+                                   const std::string& message, uint64_t logical_bytes, uint64_t files,
+                                   kv::Batch* extra) {
+  if (!history::ValidBranchName(branch)) return Status::Invalid(fmt::format("invalid branch name '{}'", branch));
+  std::lock_guard l(impl_->ref_mu);
+  LFS_ASSIGN(auto head, BranchHead(branch));
+  if (head != expected_head)
+    return Status::Error(EAGAIN, fmt::format("branch '{}' moved during the commit", branch));
+  CommitInfo c;
+  c.root = root;
+  if (head) c.parents.push_back(*head);
+  c.message = message;
+  int64_t now = NowNanos();
+  c.time_sec = now / 1000000000;
+  c.time_nsec = static_cast<uint32_t>(now % 1000000000);
+  c.logical_bytes = logical_bytes;
+  c.files = files;
+  auto put = objects_->Put(Kind::kCommit, objects::EncodeCommit(c), std::nullopt);
+  if (!put.ok()) {
+    objects_->Abort();
+    return put.status();
+  }
+  kv::Batch b;
+  objects_->TakeBatch(&b);
+  if (extra)
+    for (const auto& e : extra->entries()) {
+      if (e.op == kv::Batch::Op::kPut) b.Put(e.cf, e.key, e.value);
+      else if (e.op == kv::Batch::Op::kDelete) b.Delete(e.cf, e.key);
+      else b.DeleteRange(e.cf, e.key, e.value);
+    }
+  b.Put(kv::Cf::kMeta, history::RefKey(branch), put->id.AsKey());
+  Status s = kv_->Write(b, true);
+  if (!s.ok()) {
+    objects_->ClearCache();
+    return s;
+  }
+  return put->id;
+}
+
+Result<std::vector<CommitInfo>> Store::Log(const ObjectId& from, size_t limit) {
+  std::vector<CommitInfo> out;
+  std::optional<ObjectId> cur = from;
+  while (cur && (limit == 0 || out.size() < limit)) {
+    LFS_ASSIGN(auto c, GetCommit(*cur));
+    cur.reset();
+    if (!c.parents.empty()) cur = c.parents[0];
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Result<std::vector<TreeEntry>> Store::ReadTree(const ObjectId& tree) {
+  LFS_ASSIGN(std::string data, objects_->Get(Kind::kTree, tree));
+  return objects::DecodeTree(data);
+}
+
+Result<TreeEntry> Store::Lookup(const ObjectId& commit, std::string_view path) {
+  LFS_ASSIGN(auto c, GetCommit(commit));
+  TreeEntry cur;
+  cur.type = EntryType::kDir;
+  cur.mode = 0755;
+  cur.id = c.root;
+  size_t pos = 0;
+  while (pos < path.size()) {
+    size_t end = path.find('/', pos);
+    if (end == std::string_view::npos) end = path.size();
+    auto name = path.substr(pos, end - pos);
+    pos = end + 1;
+    if (name.empty() || name == ".") continue;
+    if (cur.type != EntryType::kDir) return Status::Error(ENOTDIR, fmt::format("{}: not a directory", path));
+    LFS_ASSIGN(auto entries, ReadTree(cur.id));
+    auto it = std::lower_bound(entries.begin(), entries.end(), name,
+                               [](const TreeEntry& e, std::string_view n) { return e.name < n; });
+    if (it == entries.end() || it->name != name)
+      return Status::NotFound(fmt::format("{}: no such path in commit {}", path, commit.Hex().substr(0, 12)));
+    cur = std::move(*it);
+  }
+  return cur;
+}
+
+Result<std::string> Store::ReadFile(const TreeEntry& file) {
+  if (file.type != EntryType::kFile) return Status::Invalid("not a regular file");
+  LFS_ASSIGN(std::string data, history::ReadContent(*objects_, file.id, file.chunked));
+  if (data.size() != file.size) return Status::Corrupt(fmt::format("{}: size does not match its entry", file.name));
+  return data;
+}
+
+}  // namespace layerfs

@@ -1,0 +1,22 @@
+// Private state of a Store shared by the history/*.cc files.
+#pragma once
+
+#include <mutex>
+
+#include "layerfs/store.h"
+
+namespace layerfs {
+
+struct Store::Impl {
+  Policy policy;
+  uint64_t seed = 0;
+  int64_t created = 0;
+  std::mutex ref_mu;  // serialises ref updates (check-and-set of branch heads)
+};
+
+namespace history {
+bool ValidBranchName(std::string_view name);
+int64_t NowNanos();
+}  // namespace history
+
+}  // namespace layerfs

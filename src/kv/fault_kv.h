@@ -1,0 +1,48 @@
+// FaultKv: wraps a Kv and injects failures, so error paths are testable without a broken disk.
+// Thread-safe (the counters are atomics).
+#pragma once
+
+#include <atomic>
+
+#include "kv/kv.h"
+
+namespace layerfs::kv {
+
+class FaultKv : public Kv {
+ public:
+  explicit FaultKv(Kv* base) : base_(base) {}
+  // After `n` more successful writes, every write fails with `code` (ENOSPC by default).
+  void FailWritesAfter(int64_t n, int code = ENOSPC) {
+    code_ = code;
+    writes_left_ = n;
+  }
+  void FailReads(bool on) { fail_reads_ = on; }
+
+  Result<std::optional<std::string>> Get(Cf cf, std::string_view key, const Snapshot* s) override {
+    if (fail_reads_) return Status::Error(EIO, "injected read failure");
+    return base_->Get(cf, key, s);
+  }
+  Status Write(const Batch& b, bool sync) override {
+    if (writes_left_.load() >= 0 && writes_left_.fetch_sub(1) <= 0)
+      return Status::Error(code_, "injected write failure");
+    return base_->Write(b, sync);
+  }
+  Status Scan(Cf cf, std::string_view b, std::string_view e,
+              const std::function<bool(std::string_view, std::string_view)>& fn,
+              const Snapshot* s) override {
+    if (fail_reads_) return Status::Error(EIO, "injected read failure");
+    return base_->Scan(cf, b, e, fn, s);
+  }
+  std::shared_ptr<const Snapshot> GetSnapshot() override { return base_->GetSnapshot(); }
+  Status CompactAll() override { return base_->CompactAll(); }
+  Status Flush() override { return base_->Flush(); }
+  Result<CfStats> Stats(Cf cf) override { return base_->Stats(cf); }
+
+ private:
+  Kv* base_;
+  std::atomic<int64_t> writes_left_{-1};
+  std::atomic<int> code_{ENOSPC};
+  std::atomic<bool> fail_reads_{false};
+};
+
+}  // namespace layerfs::kv

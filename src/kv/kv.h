@@ -1,0 +1,97 @@
+// Kv: the ordered key-value interface every layer above stores through.
+//
+// Column families partition the data by kind (see docs/format.md); a Batch applies atomically, all
+// or nothing, and with sync=true is durable on return. Implementations: RocksKv (the real one),
+// MemKv (tests) and FaultKv (a wrapper that injects failures). All are thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "layerfs/status.h"
+
+namespace layerfs::kv {
+
+// FORMAT: the order and names of column families are persisted; append only.
+enum class Cf : uint8_t { kMeta = 0, kBlobs = 1, kTrees = 2, kCommits = 3, kIndex = 4, kWorkspace = 5 };
+constexpr int kNumCfs = 6;
+const char* CfName(Cf cf);
+
+class Batch {
+ public:
+  enum class Op : uint8_t { kPut, kDelete, kDeleteRange };
+  struct Entry {
+    Op op;
+    Cf cf;
+    std::string key, value;  // value = end key for kDeleteRange
+  };
+  void Put(Cf cf, std::string_view k, std::string_view v) {
+    bytes_ += k.size() + v.size();
+    entries_.push_back({Op::kPut, cf, std::string(k), std::string(v)});
+  }
+  void Delete(Cf cf, std::string_view k) { entries_.push_back({Op::kDelete, cf, std::string(k), {}}); }
+  // Deletes [begin, end).
+  void DeleteRange(Cf cf, std::string_view begin, std::string_view end) {
+    entries_.push_back({Op::kDeleteRange, cf, std::string(begin), std::string(end)});
+  }
+  const std::vector<Entry>& entries() const { return entries_; }
+  size_t ApproximateBytes() const { return bytes_; }
+  bool empty() const { return entries_.empty(); }
+  void Clear() {
+    entries_.clear();
+    bytes_ = 0;
+  }
+
+ private:
+  std::vector<Entry> entries_;
+  size_t bytes_ = 0;
+};
+
+// A consistent read view; reads through it see the database as of its creation.
+class Snapshot {
+ public:
+  virtual ~Snapshot() = default;
+};
+
+struct CfStats {
+  uint64_t sst_file_bytes = 0;  // sizes of the table files
+  uint64_t data_bytes = 0;      // data blocks: the records themselves
+  uint64_t index_filter_bytes = 0;
+  uint64_t entries = 0;
+  uint64_t raw_key_bytes = 0, raw_value_bytes = 0;
+};
+
+class Kv {
+ public:
+  virtual ~Kv() = default;
+  // Returns nullopt when the key is absent.
+  virtual Result<std::optional<std::string>> Get(Cf cf, std::string_view key,
+                                                 const Snapshot* snap = nullptr) = 0;
+  virtual Status Write(const Batch& batch, bool sync) = 0;
+  // Calls fn(key, value) for keys in [begin, end) in order (end empty = to the last key) while
+  // fn returns true.
+  virtual Status Scan(Cf cf, std::string_view begin, std::string_view end,
+                      const std::function<bool(std::string_view, std::string_view)>& fn,
+                      const Snapshot* snap = nullptr) = 0;
+  virtual std::shared_ptr<const Snapshot> GetSnapshot() = 0;
+  // Flushes memtables and compacts every column family (used by gc so freed space shows).
+  virtual Status CompactAll() = 0;
+  // Flushes memtables to table files (so table statistics are complete).
+  virtual Status Flush() = 0;
+  virtual Result<CfStats> Stats(Cf cf) = 0;
+};
+
+struct RocksOptions {
+  bool create_if_missing = false;
+  bool error_if_exists = false;
+  size_t block_cache_bytes = 256 << 20;
+};
+// Opens (or creates) the RocksDB database at `path`. Fails with EBUSY if another process holds it.
+Result<std::unique_ptr<Kv>> OpenRocksKv(const std::string& path, const RocksOptions& opts);
+std::unique_ptr<Kv> NewMemKv();
+
+}  // namespace layerfs::kv

@@ -1,0 +1,316 @@
+#include "objects/object_store.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "base/coding.h"
+#include "base/hash.h"
+#include "codec/zstd_codec.h"
+
+namespace layerfs::objects {
+
+kv::Cf CfOf(Kind k) {
+  switch (k) {
+    case Kind::kBlob:
+    case Kind::kChunk:
+    case Kind::kChunkList: return kv::Cf::kBlobs;
+    case Kind::kTree: return kv::Cf::kTrees;
+    case Kind::kCommit: return kv::Cf::kCommits;
+  }
+  return kv::Cf::kBlobs;
+}
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kBlob: return "blob";
+    case Kind::kChunk: return "chunk";
+    case Kind::kChunkList: return "chunklist";
+    case Kind::kTree: return "tree";
+    case Kind::kCommit: return "commit";
+  }
+  return "?";
+}
+
+// Record: u8 kind, u8 encoding, varint depth, varint decoded size, [16-byte base], payload.
+Result<RecordInfo> ParseRecord(std::string_view rec, std::string_view* payload) {
+  base::Reader r(rec);
+  uint8_t kind, enc;
+  uint64_t depth, size;
+  if (!r.U8(&kind) || !r.U8(&enc) || !r.Varint(&depth) || !r.Varint(&size) || kind < 1 ||
+      kind > 5 || enc > 2 || depth > 1024)
+    return Status::Corrupt("object record header is damaged");
+  RecordInfo info{static_cast<Kind>(kind), static_cast<Encoding>(enc), static_cast<uint32_t>(depth),
+                  size, {}, rec.size()};
+  if (info.encoding == Encoding::kDelta) {
+    std::string_view b;
+    if (!r.Raw(ObjectId::kSize, &b)) return Status::Corrupt("object record base is truncated");
+    info.base = ObjectId::FromKey(b);
+  } else if (depth != 0) {
+    return Status::Corrupt("full object record with nonzero depth");
+  }
+  if (payload) *payload = r.Rest();
+  return info;
+}
+
+// Blobs and chunks are both plain file content and may stand for each other.
+static bool Compatible(Kind a, Kind b) {
+  auto content = [](Kind k) { return k == Kind::kBlob || k == Kind::kChunk; };
+  return a == b || (content(a) && content(b));
+}
+
+static std::string RecordHeader(Kind kind, Encoding enc, uint32_t depth, uint64_t size,
+                                const ObjectId* base) {
+  std::string h;
+  base::PutU8(&h, static_cast<uint8_t>(kind));
+  base::PutU8(&h, static_cast<uint8_t>(enc));
+  base::PutVarint(&h, depth);
+  base::PutVarint(&h, size);
+  if (base) h.append(base->AsKey());
+  return h;
+}
+
+ObjectStore::ObjectStore(kv::Kv* kv, uint64_t seed, Policy policy, Tuning tuning)
+    : kv_(kv), seed_(seed), policy_(policy), tuning_(tuning) {}
+
+uint32_t ObjectStore::CapFor(Kind k) const {
+  switch (k) {
+    case Kind::kBlob: return policy_.whole;
+    case Kind::kChunk: return policy_.chunk;
+    case Kind::kTree: return policy_.meta;
+    default: return 0;
+  }
+}
+
+Result<std::optional<std::string>> ObjectStore::ReadRecord(Kind kind, const ObjectId& id) {
+  {
+    std::lock_guard l(mu_);
+    auto it = pending_records_.find(id);
+    if (it != pending_records_.end() && CfOf(it->second.first) == CfOf(kind))
+      return std::optional<std::string>(it->second.second);
+  }
+  return kv_->Get(CfOf(kind), id.AsKey());
+}
+
+Result<bool> ObjectStore::Exists(Kind kind, const ObjectId& id) {
+  LFS_ASSIGN(auto rec, ReadRecord(kind, id));
+  return rec.has_value();
+}
+
+Result<RecordInfo> ObjectStore::Info(Kind kind, const ObjectId& id) {
+  LFS_ASSIGN(auto rec, ReadRecord(kind, id));
+  if (!rec) return Status::NotFound(fmt::format("{} {} is missing", KindName(kind), id.Hex()));
+  return ParseRecord(*rec);
+}
+
+void ObjectStore::CachePut(const ObjectId& id, const std::string& content) {
+  if (content.size() > tuning_.cache_bytes / 4) return;
+  std::lock_guard l(mu_);
+  if (lru_index_.count(id)) return;
+  lru_.emplace_front(id, content);
+  lru_index_[id] = lru_.begin();
+  lru_bytes_ += content.size();
+  while (lru_bytes_ > tuning_.cache_bytes && !lru_.empty()) {
+    lru_bytes_ -= lru_.back().second.size();
+    lru_index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+}
+
+std::optional<std::string> ObjectStore::CacheGet(const ObjectId& id) {
+  std::lock_guard l(mu_);
+  auto it = lru_index_.find(id);
+  if (it == lru_index_.end()) return std::nullopt;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+void ObjectStore::ClearCache() {
+  std::lock_guard l(mu_);
+  lru_.clear();
+  lru_index_.clear();
+  lru_bytes_ = 0;
+}
+
+Result<std::string> ObjectStore::Get(Kind kind, const ObjectId& id) {
+  return Decode(kind, id, 1024);
+}
+
+Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t max_depth) {
+  if (auto c = CacheGet(id)) return std::move(*c);
+  // Walk the chain down to a full record, then apply deltas upward: at most cap decodes, and a
+  // record whose depth does not shrink by one per step is damaged (this also rules out loops).
+  struct Step {
+    ObjectId id;
+    RecordInfo info;
+    std::string rec;
+  };
+  std::vector<Step> chain;
+  ObjectId cur = id;
+  std::string content;
+  bool have_content = false;
+  for (;;) {
+    if (!chain.empty()) {
+      if (auto c = CacheGet(cur)) {
+        content = std::move(*c);
+        have_content = true;
+        break;
+      }
+    }
+    LFS_ASSIGN(auto rec, ReadRecord(kind, cur));
+    if (!rec) return Status::NotFound(fmt::format("{} {} is missing", KindName(kind), cur.Hex()));
+    auto info_r = ParseRecord(*rec);
+    if (!info_r.ok()) return info_r.status().Context(fmt::format("{} {}", KindName(kind), cur.Hex()));
+    RecordInfo info = *info_r;
+    if (!Compatible(info.kind, kind))
+      return Status::Corrupt(fmt::format("object {} is a {}, expected a {}", cur.Hex(),
+                                         KindName(info.kind), KindName(kind)));
+    uint32_t expect = chain.empty() ? std::min(info.depth, max_depth) : chain.back().info.depth - 1;
+    if (info.depth != expect || (!chain.empty() && chain.back().info.depth == 0))
+      return Status::Corrupt(fmt::format("{} {}: delta chain depth is inconsistent", KindName(kind), cur.Hex()));
+    bool full = info.encoding != Encoding::kDelta;
+    chain.push_back({cur, info, std::move(*rec)});
+    if (full) break;
+    cur = info.base;
+  }
+  for (size_t i = chain.size(); i-- > 0;) {
+    Step& s = chain[i];
+    std::string_view payload;
+    (void)ParseRecord(s.rec, &payload);
+    if (i == chain.size() - 1 && !have_content) {
+      if (s.info.encoding == Encoding::kRaw) {
+        if (payload.size() != s.info.decoded_size)
+          return Status::Corrupt(fmt::format("{} {}: size mismatch", KindName(kind), s.id.Hex()));
+        content.assign(payload);
+      } else {
+        auto d = codec::Decompress(payload, s.info.decoded_size);
+        if (!d.ok()) return d.status().Context(fmt::format("{} {}", KindName(kind), s.id.Hex()));
+        content = std::move(*d);
+      }
+    } else {
+      auto d = codec::DecodeDelta(content, payload, s.info.decoded_size);
+      if (!d.ok()) return d.status().Context(fmt::format("{} {}", KindName(kind), s.id.Hex()));
+      content = std::move(*d);
+    }
+    if (!base::HashMatches(s.id, content, seed_))
+      return Status::Corrupt(fmt::format("{} {}: content does not match its hash", KindName(kind), s.id.Hex()));
+    if (i == 0 || s.info.depth % 4 == 0 || i + 1 == chain.size()) CachePut(s.id, content);
+  }
+  return content;
+}
+
+Result<std::string> ObjectStore::EncodeFull(Kind kind, std::string_view content) {
+  if (content.size() < tuning_.raw_below)
+    return RecordHeader(kind, Encoding::kRaw, 0, content.size(), nullptr).append(content);
+  LFS_ASSIGN(std::string z, codec::Compress(content, tuning_.level));
+  if (z.size() >= content.size())
+    return RecordHeader(kind, Encoding::kRaw, 0, content.size(), nullptr).append(content);
+  return RecordHeader(kind, Encoding::kZstd, 0, content.size(), nullptr).append(z);
+}
+
+Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view content,
+                                                const std::optional<ObjectId>& hint) {
+  uint32_t cap = CapFor(kind);
+  if (!hint || cap == 0 || content.size() < 64) return EncodeFull(kind, content);
+  auto hint_info = Info(kind, *hint);
+  if (!hint_info.ok()) return EncodeFull(kind, content);  // base gone: store whole
+  // Candidate bases: the previous version while its chain has room; at the cap, the keyframes at
+  // the bottom of its chain (depths 0..3), Mercurial sparse-revlog style. The smallest wins; a
+  // full copy wins when no delta is smaller.
+  std::vector<std::pair<ObjectId, uint32_t>> candidates;
+  if (hint_info->depth + 1 <= cap) {
+    candidates.emplace_back(*hint, hint_info->depth);
+  } else {
+    ObjectId cur = *hint;
+    RecordInfo ci = *hint_info;
+    while (true) {
+      if (ci.depth <= 3 && ci.depth + 1 <= cap) candidates.emplace_back(cur, ci.depth);
+      if (ci.encoding != Encoding::kDelta) break;
+      cur = ci.base;
+      auto next = Info(kind, cur);
+      if (!next.ok()) break;
+      ci = *next;
+    }
+  }
+  LFS_ASSIGN(std::string best, EncodeFull(kind, content));
+  for (const auto& [bid, bdepth] : candidates) {
+    auto base_content = Get(kind, bid);
+    if (!base_content.ok()) continue;
+    LFS_ASSIGN(std::string delta, codec::EncodeDelta(*base_content, content, tuning_.level));
+    std::string rec = RecordHeader(kind, Encoding::kDelta, bdepth + 1, content.size(), &bid);
+    // Prefer a delta only when it is clearly smaller than the full record (a raw full record
+    // shrinks again under RocksDB's block compression).
+    if (rec.size() + delta.size() < best.size() * 9 / 10) best = rec.append(delta);
+  }
+  return best;
+}
+
+Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
+                                   const std::optional<ObjectId>& base) {
+  // Dedup with collision defence: an existing object under the same id must hold the same bytes;
+  // if not, the next key generation is tried.
+  for (int g = 0; g < base::kMaxGenerations; g++) {
+    ObjectId id = base::HashContent(content, seed_, g);
+    LFS_ASSIGN(auto rec, ReadRecord(kind, id));
+    if (rec) {
+      auto existing = Get(kind, id);
+      if (existing.ok() && *existing == content) return PutResult{id, false, 0};
+      if (!existing.ok() && existing.status().code() != EIO) return existing.status();
+      continue;  // a collision (or a damaged object we must not dedup against)
+    }
+    LFS_ASSIGN(std::string record, ChooseEncoding(kind, content, base));
+    size_t stored = record.size();
+    bool flush = false;
+    {
+      std::lock_guard l(mu_);
+      pending_.Put(CfOf(kind), id.AsKey(), record);
+      pending_records_[id] = {kind, std::move(record)};
+      flush = pending_.ApproximateBytes() > tuning_.flush_bytes;
+    }
+    CachePut(id, std::string(content));
+    if (flush) LFS_TRY(Flush());
+    return PutResult{id, true, stored};
+  }
+  return Status::Error(EIO, "content collides with stored objects under every key generation");
+}
+
+void ObjectStore::TakeBatch(kv::Batch* batch) {
+  std::lock_guard l(mu_);
+  for (const auto& e : pending_.entries()) batch->Put(e.cf, e.key, e.value);
+  pending_.Clear();
+  pending_records_.clear();
+}
+
+Status ObjectStore::Flush() {
+  kv::Batch b;
+  {
+    std::lock_guard l(mu_);
+    b = std::move(pending_);
+    pending_.Clear();
+  }
+  if (b.empty()) return Status::Ok();
+  Status s = kv_->Write(b, false);
+  std::lock_guard l(mu_);
+  if (s.ok()) {
+    pending_records_.clear();
+  } else {
+    pending_ = std::move(b);  // keep staged so a retry or Abort sees it
+  }
+  return s;
+}
+
+void ObjectStore::Abort() {
+  std::lock_guard l(mu_);
+  for (const auto& e : pending_.entries()) {
+    ObjectId id = ObjectId::FromKey(e.key);
+    auto it = lru_index_.find(id);
+    if (it != lru_index_.end()) {
+      lru_bytes_ -= it->second->second.size();
+      lru_.erase(it->second);
+      lru_index_.erase(it);
+    }
+  }
+  pending_.Clear();
+  pending_records_.clear();
+}
+
+}  // namespace layerfs::objects

@@ -1,0 +1,106 @@
+// ObjectStore: content-addressed objects with capped delta chains, on a Kv.
+//
+// Every object is stored once under the keyed hash of its decoded bytes. An object is raw,
+// zstd-compressed, or a zstd patch-from delta against a base object of the same kind; a record
+// carries its chain depth, and no record is deeper than the Policy's cap for its kind, so a read
+// decodes at most `cap` deltas. Base choice at the cap follows sparse-revlog keyframes (see
+// docs/design.md, "Delta chains"). Reads verify the hash; a mismatch is EIO, never bad bytes.
+//
+// Writes are staged in a pending batch owned by the store (visible to its own reads and dedup)
+// and reach the Kv on Flush() or through TakeBatch(). Thread-safe: one mutex guards the pending
+// state and the decoded-content cache; compression runs outside it.
+#pragma once
+
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "kv/kv.h"
+#include "layerfs/ids.h"
+#include "layerfs/store.h"
+
+namespace layerfs::objects {
+
+// FORMAT: persisted kind and encoding values; never renumber.
+enum class Kind : uint8_t { kBlob = 1, kChunk = 2, kChunkList = 3, kTree = 4, kCommit = 5 };
+enum class Encoding : uint8_t { kRaw = 0, kZstd = 1, kDelta = 2 };
+
+kv::Cf CfOf(Kind k);
+const char* KindName(Kind k);
+
+struct RecordInfo {
+  Kind kind;
+  Encoding encoding;
+  uint32_t depth;
+  uint64_t decoded_size;
+  ObjectId base;  // valid when encoding == kDelta
+  size_t stored_bytes;
+};
+// Parses a record's header; `payload` (optional) receives the encoded bytes.
+Result<RecordInfo> ParseRecord(std::string_view rec, std::string_view* payload = nullptr);
+
+struct Tuning {
+  int level = 3;                  // zstd level for fulls and deltas at write time
+  size_t raw_below = 16 << 10;    // fulls smaller than this are stored raw (RocksDB compresses
+                                  // them together, with a dictionary)
+  size_t cache_bytes = 512 << 20; // decoded-content LRU
+  size_t flush_bytes = 256 << 20; // pending bytes that trigger an automatic Flush()
+};
+
+struct PutResult {
+  ObjectId id;
+  bool added = false;  // false when the content was already stored
+  size_t stored_bytes = 0;
+};
+
+class ObjectStore {
+ public:
+  ObjectStore(kv::Kv* kv, uint64_t seed, Policy policy, Tuning tuning = {});
+
+  // Stores `content` unless an identical object exists (confirmed byte for byte). `base`, when
+  // given, is the previous version (same kind) to delta against. On a failed Put nothing is staged.
+  Result<PutResult> Put(Kind kind, std::string_view content, const std::optional<ObjectId>& base);
+  // Decoded, hash-verified content. ENOENT if absent, EIO if damaged.
+  Result<std::string> Get(Kind kind, const ObjectId& id);
+  Result<bool> Exists(Kind kind, const ObjectId& id);
+  Result<RecordInfo> Info(Kind kind, const ObjectId& id);
+
+  // Moves the pending writes into `batch` (so a caller can make them atomic with its own).
+  void TakeBatch(kv::Batch* batch);
+  // Writes the pending writes to the Kv (unsynced).
+  Status Flush();
+  // Drops pending writes (after a failed operation).
+  void Abort();
+  // Forgets cached content (after gc deleted objects).
+  void ClearCache();
+
+  uint64_t seed() const { return seed_; }
+  const Policy& policy() const { return policy_; }
+  kv::Kv* kv() { return kv_; }
+  uint32_t CapFor(Kind k) const;
+
+ private:
+  Result<std::optional<std::string>> ReadRecord(Kind kind, const ObjectId& id);
+  Result<std::string> Decode(Kind kind, const ObjectId& id, uint32_t max_depth);
+  Result<std::string> EncodeFull(Kind kind, std::string_view content);
+  Result<std::string> ChooseEncoding(Kind kind, std::string_view content,
+                                     const std::optional<ObjectId>& base);
+  void CachePut(const ObjectId& id, const std::string& content);
+  std::optional<std::string> CacheGet(const ObjectId& id);
+
+  kv::Kv* kv_;
+  uint64_t seed_;
+  Policy policy_;
+  Tuning tuning_;
+
+  std::mutex mu_;  // guards everything below
+  kv::Batch pending_;
+  std::unordered_map<ObjectId, std::pair<Kind, std::string>, ObjectIdHash> pending_records_;
+  std::list<std::pair<ObjectId, std::string>> lru_;
+  std::unordered_map<ObjectId, decltype(lru_)::iterator, ObjectIdHash> lru_index_;
+  size_t lru_bytes_ = 0;
+};
+
+}  // namespace layerfs::objects

@@ -1,0 +1,161 @@
+#include "objects/tree.h"
+
+#include "base/coding.h"
+
+namespace layerfs::objects {
+
+using base::PutBytes;
+using base::PutU8;
+using base::PutVarint;
+
+bool ValidName(std::string_view n) {
+  return !n.empty() && n.size() <= 255 && n != "." && n != ".." &&
+         n.find('/') == std::string_view::npos && n.find('\0') == std::string_view::npos;
+}
+
+// FORMAT (tree, version 1): varint count, then per entry:
+//   bytes name, u8 type, varint mode, uid, gid, size, svarint mtime_sec, varint mtime_nsec,
+//   varint rdev, varint link_group, u8 flags (1 = chunked), varint xattr count, (bytes, bytes)*,
+//   then for files and dirs: 16-byte id (zero id = empty file), for symlinks: bytes target.
+std::string EncodeTree(const std::vector<TreeEntry>& entries) {
+  std::string s;
+  PutVarint(&s, entries.size());
+  for (const auto& e : entries) {
+    PutBytes(&s, e.name);
+    PutU8(&s, static_cast<uint8_t>(e.type));
+    PutVarint(&s, e.mode);
+    PutVarint(&s, e.uid);
+    PutVarint(&s, e.gid);
+    PutVarint(&s, e.size);
+    base::PutSVarint(&s, e.mtime_sec);
+    PutVarint(&s, e.mtime_nsec);
+    PutVarint(&s, e.rdev);
+    PutVarint(&s, e.link_group);
+    PutU8(&s, e.chunked ? 1 : 0);
+    PutVarint(&s, e.xattrs.size());
+    for (const auto& [k, v] : e.xattrs) {
+      PutBytes(&s, k);
+      PutBytes(&s, v);
+    }
+    if (e.type == EntryType::kFile || e.type == EntryType::kDir) s.append(e.id.AsKey());
+    else if (e.type == EntryType::kSymlink) PutBytes(&s, e.target);
+  }
+  return s;
+}
+
+Result<std::vector<TreeEntry>> DecodeTree(std::string_view data) {
+  base::Reader r(data);
+  uint64_t n;
+  if (!r.Varint(&n) || n > data.size()) return Status::Corrupt("tree: bad entry count");
+  std::vector<TreeEntry> out;
+  out.reserve(n);
+  for (uint64_t i = 0; i < n; i++) {
+    TreeEntry e;
+    std::string_view name;
+    uint8_t type, flags;
+    uint64_t mode, uid, gid, size, nsec, rdev, group, nx;
+    int64_t sec;
+    if (!r.Bytes(&name) || !r.U8(&type) || !r.Varint(&mode) || !r.Varint(&uid) || !r.Varint(&gid) ||
+        !r.Varint(&size) || !r.SVarint(&sec) || !r.Varint(&nsec) || !r.Varint(&rdev) ||
+        !r.Varint(&group) || !r.U8(&flags) || !r.Varint(&nx) || nx > data.size())
+      return Status::Corrupt("tree: truncated entry");
+    if (type < 1 || type > 7 || mode > 07777 || nsec >= 1000000000)
+      return Status::Corrupt("tree: invalid entry fields");
+    if (!ValidName(name)) return Status::Corrupt("tree: invalid entry name");
+    if (!out.empty() && !(out.back().name < name)) return Status::Corrupt("tree: entries out of order");
+    e.name = name;
+    e.type = static_cast<EntryType>(type);
+    e.mode = static_cast<uint32_t>(mode);
+    e.uid = static_cast<uint32_t>(uid);
+    e.gid = static_cast<uint32_t>(gid);
+    e.size = size;
+    e.mtime_sec = sec;
+    e.mtime_nsec = static_cast<uint32_t>(nsec);
+    e.rdev = rdev;
+    e.link_group = group;
+    e.chunked = flags & 1;
+    for (uint64_t x = 0; x < nx; x++) {
+      std::string_view k, v;
+      if (!r.Bytes(&k) || !r.Bytes(&v)) return Status::Corrupt("tree: truncated xattr");
+      e.xattrs.emplace_back(k, v);
+    }
+    if (e.type == EntryType::kFile || e.type == EntryType::kDir) {
+      std::string_view id;
+      if (!r.Raw(ObjectId::kSize, &id)) return Status::Corrupt("tree: truncated id");
+      e.id = ObjectId::FromKey(id);
+    } else if (e.type == EntryType::kSymlink) {
+      std::string_view t;
+      if (!r.Bytes(&t)) return Status::Corrupt("tree: truncated symlink");
+      e.target = t;
+    }
+    out.push_back(std::move(e));
+  }
+  if (!r.AtEnd()) return Status::Corrupt("tree: trailing bytes");
+  return out;
+}
+
+// FORMAT (commit, version 1): u8 version=1, 16-byte root, varint nparents, parents,
+//   svarint time_sec, varint time_nsec, varint logical_bytes, varint files, bytes message.
+std::string EncodeCommit(const CommitInfo& c) {
+  std::string s;
+  PutU8(&s, 1);
+  s.append(c.root.AsKey());
+  PutVarint(&s, c.parents.size());
+  for (const auto& p : c.parents) s.append(p.AsKey());
+  base::PutSVarint(&s, c.time_sec);
+  PutVarint(&s, c.time_nsec);
+  PutVarint(&s, c.logical_bytes);
+  PutVarint(&s, c.files);
+  PutBytes(&s, c.message);
+  return s;
+}
+
+Result<CommitInfo> DecodeCommit(std::string_view data) {
+  base::Reader r(data);
+  CommitInfo c;
+  uint8_t ver;
+  std::string_view root, msg;
+  uint64_t np, nsec;
+  if (!r.U8(&ver) || ver != 1 || !r.Raw(ObjectId::kSize, &root) || !r.Varint(&np) || np > 64)
+    return Status::Corrupt("commit: bad header");
+  c.root = ObjectId::FromKey(root);
+  for (uint64_t i = 0; i < np; i++) {
+    std::string_view p;
+    if (!r.Raw(ObjectId::kSize, &p)) return Status::Corrupt("commit: truncated parents");
+    c.parents.push_back(ObjectId::FromKey(p));
+  }
+  if (!r.SVarint(&c.time_sec) || !r.Varint(&nsec) || !r.Varint(&c.logical_bytes) ||
+      !r.Varint(&c.files) || !r.Bytes(&msg) || !r.AtEnd())
+    return Status::Corrupt("commit: truncated");
+  c.time_nsec = static_cast<uint32_t>(nsec);
+  c.message = msg;
+  return c;
+}
+
+// FORMAT (chunk list): varint count, then per chunk 16-byte id, varint length.
+std::string EncodeChunkList(const std::vector<ChunkRef>& chunks) {
+  std::string s;
+  PutVarint(&s, chunks.size());
+  for (const auto& c : chunks) {
+    s.append(c.id.AsKey());
+    PutVarint(&s, c.length);
+  }
+  return s;
+}
+
+Result<std::vector<ChunkRef>> DecodeChunkList(std::string_view data) {
+  base::Reader r(data);
+  uint64_t n;
+  if (!r.Varint(&n) || n > data.size()) return Status::Corrupt("chunk list: bad count");
+  std::vector<ChunkRef> out(n);
+  for (auto& c : out) {
+    std::string_view id;
+    if (!r.Raw(ObjectId::kSize, &id) || !r.Varint(&c.length))
+      return Status::Corrupt("chunk list: truncated");
+    c.id = ObjectId::FromKey(id);
+  }
+  if (!r.AtEnd()) return Status::Corrupt("chunk list: trailing bytes");
+  return out;
+}
+
+}  // namespace layerfs::objects
