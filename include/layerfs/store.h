@@ -22,7 +22,10 @@ namespace kv {
 class Kv;
 class Batch;
 }  // namespace kv
-namespace objects { class ObjectStore; }
+namespace objects {
+class ObjectStore;
+class Txn;
+}  // namespace objects
 
 // Caps on delta chains: whole-file, chunk, metadata (tree) deltas. "16/8/8" by default.
 struct Policy {
@@ -41,7 +44,8 @@ struct TreeEntry {
   EntryType type = EntryType::kFile;
   uint32_t mode = 0644;  // permission bits (07777)
   uint32_t uid = 0, gid = 0;
-  uint64_t size = 0;
+  uint64_t size = 0;          // files: bytes; symlinks: target length; dirs: file bytes below
+  uint64_t subtree_entries = 0;  // dirs: entries below (all depths)
   int64_t mtime_sec = 0;
   uint32_t mtime_nsec = 0;
   uint64_t rdev = 0;
@@ -123,7 +127,7 @@ class Store {
   Result<CommitInfo> GetCommit(const ObjectId& id);
   // Newest first along first parents; limit 0 = all.
   Result<std::vector<CommitInfo>> Log(const ObjectId& from, size_t limit = 0);
-  Result<std::vector<TreeEntry>> ReadTree(const ObjectId& tree);
+  Result<std::vector<TreeEntry>> ReadTree(const ObjectId& tree, objects::Txn* txn = nullptr);
   // The entry at `path` in `commit` ("" is the root, returned as a directory entry).
   Result<TreeEntry> Lookup(const ObjectId& commit, std::string_view path);
   Result<std::string> ReadFile(const TreeEntry& file);
@@ -141,7 +145,10 @@ class Store {
   // EAGAIN if the branch moved.
   Result<ObjectId> CommitTree(const std::string& branch, const ObjectId& root,
                               const std::optional<ObjectId>& expected_head, const std::string& message,
-                              uint64_t logical_bytes, uint64_t files, kv::Batch* extra = nullptr);
+                              uint64_t logical_bytes, uint64_t files, kv::Batch* extra = nullptr,
+                              objects::Txn* txn = nullptr);
+  // Diff of two trees; reads see `txn`'s staged objects.
+  Result<std::vector<DiffEntry>> DiffTrees(const ObjectId& a, const ObjectId& b, objects::Txn* txn = nullptr);
 
   const Policy& policy() const;
   const std::string& path() const { return path_; }

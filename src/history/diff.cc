@@ -23,11 +23,15 @@ bool SameAttrs(const TreeEntry& a, const TreeEntry& b) {
 Result<std::vector<DiffEntry>> Store::Diff(const ObjectId& a, const ObjectId& b) {
   LFS_ASSIGN(auto ca, GetCommit(a));
   LFS_ASSIGN(auto cb, GetCommit(b));
+  return DiffTrees(ca.root, cb.root);
+}
+
+Result<std::vector<DiffEntry>> Store::DiffTrees(const ObjectId& root_a, const ObjectId& root_b, objects::Txn* txn) {
   std::vector<DiffEntry> out;
   // Emits every path below a directory that exists on one side only.
   std::function<Status(const std::string&, const ObjectId&, char, bool)> one_side =
       [&](const std::string& prefix, const ObjectId& tree, char change, bool before) -> Status {
-    LFS_ASSIGN(auto entries, ReadTree(tree));
+    LFS_ASSIGN(auto entries, ReadTree(tree, txn));
     for (auto& e : entries) {
       std::string p = prefix + e.name;
       DiffEntry d{p, change, std::nullopt, std::nullopt};
@@ -40,8 +44,8 @@ Result<std::vector<DiffEntry>> Store::Diff(const ObjectId& a, const ObjectId& b)
   std::function<Status(const std::string&, const ObjectId&, const ObjectId&)> walk =
       [&](const std::string& prefix, const ObjectId& ta, const ObjectId& tb) -> Status {
     if (ta == tb) return Status::Ok();
-    LFS_ASSIGN(auto ea, ReadTree(ta));
-    LFS_ASSIGN(auto eb, ReadTree(tb));
+    LFS_ASSIGN(auto ea, ReadTree(ta, txn));
+    LFS_ASSIGN(auto eb, ReadTree(tb, txn));
     size_t i = 0, j = 0;
     while (i < ea.size() || j < eb.size()) {
       int cmp = i == ea.size() ? 1 : j == eb.size() ? -1 : ea[i].name.compare(eb[j].name);
@@ -76,7 +80,7 @@ Result<std::vector<DiffEntry>> Store::Diff(const ObjectId& a, const ObjectId& b)
     }
     return Status::Ok();
   };
-  LFS_TRY(walk("", ca.root, cb.root));
+  LFS_TRY(walk("", root_a, root_b));
   return out;
 }
 

@@ -2,6 +2,7 @@
 // root, mtimes, hard links, user xattrs) and safely: every call is relative to a directory fd we
 // created, with O_NOFOLLOW / AT_SYMLINK_NOFOLLOW, and names are validated when trees are decoded,
 // so no stored name or link target can make it write outside DIR.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -33,6 +34,18 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
   return Status::Ok();
 }
 
+// True if `dir` has no entries; sets errno and returns false when it cannot be read.
+bool IsEmptyDir(const std::string& dir, bool* readable) {
+  DIR* d = opendir(dir.c_str());
+  *readable = d != nullptr;
+  if (!d) return false;
+  bool empty = true;
+  while (dirent* e = readdir(d))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = false;
+  closedir(d);
+  return empty;
+}
+
 }  // namespace
 
 Status Store::Export(const ObjectId& commit, const std::string& dir) {
@@ -40,6 +53,11 @@ Status Store::Export(const ObjectId& commit, const std::string& dir) {
   struct stat sb;
   if (stat(dir.c_str(), &sb) == 0) {
     if (!S_ISDIR(sb.st_mode)) return Status::Error(ENOTDIR, fmt::format("{} is not a directory", dir));
+    bool readable;
+    if (!IsEmptyDir(dir, &readable)) {
+      if (!readable) return Err("open", dir);
+      return Status::Exists(fmt::format("{} is not empty", dir));
+    }
   } else if (mkdir(dir.c_str(), 0755) != 0) {
     return Err("create", dir);
   }
@@ -47,11 +65,12 @@ Status Store::Export(const ObjectId& commit, const std::string& dir) {
   if (root < 0) return Err("open", dir);
   bool is_root = geteuid() == 0;
   std::map<uint64_t, std::pair<int, std::string>> links;  // link group -> (dirfd, name) of the first
+  // Directories are closed once written, except those holding the first name of a link group
+  // (later names are linked from it), so the number of open descriptors stays small.
   std::vector<int> open_dirs;
-  // Directory mtimes are set after their children are written.
-  std::vector<std::function<void()>> finish;
-  std::function<Status(int, const std::string&, const ObjectId&)> write_dir =
-      [&](int dfd, const std::string& path, const ObjectId& tree) -> Status {
+  // Returns in *keep whether `dfd` must stay open for later links.
+  std::function<Status(int, const std::string&, const ObjectId&, bool*)> write_dir =
+      [&](int dfd, const std::string& path, const ObjectId& tree, bool* keep) -> Status {
     LFS_ASSIGN(auto entries, ReadTree(tree));
     for (const auto& e : entries) {
       std::string p = path + "/" + e.name;
@@ -64,14 +83,18 @@ Status Store::Export(const ObjectId& commit, const std::string& dir) {
           continue;
         }
         links[e.link_group] = {dfd, e.name};
+        *keep = true;
       }
       switch (e.type) {
         case EntryType::kDir: {
           if (mkdirat(dfd, n, 0700) != 0) return Err("create", p);
           int sub = openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
           if (sub < 0) return Err("open", p);
-          open_dirs.push_back(sub);
-          LFS_TRY(write_dir(sub, p, e.id));
+          bool keep_sub = false;
+          Status ws = write_dir(sub, p, e.id, &keep_sub);
+          if (keep_sub) open_dirs.push_back(sub);
+          else close(sub);
+          LFS_TRY(ws);
           break;
         }
         case EntryType::kFile: {
@@ -103,19 +126,13 @@ Status Store::Export(const ObjectId& commit, const std::string& dir) {
       }
       if (is_root && fchownat(dfd, n, e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0) return Err("chown", p);
       if (e.type != EntryType::kSymlink && fchmodat(dfd, n, e.mode, 0) != 0) return Err("chmod", p);
-      if (e.type == EntryType::kDir) {
-        finish.push_back([dfd, name = e.name, t0 = times[0], t1 = times[1]] {
-          timespec ts[2] = {t0, t1};
-          (void)utimensat(dfd, name.c_str(), ts, AT_SYMLINK_NOFOLLOW);
-        });
-      } else if (utimensat(dfd, n, times, AT_SYMLINK_NOFOLLOW) != 0) {
-        return Err("set times on", p);
-      }
+      // A directory is complete here (its children were written above), so its mtime holds.
+      if (utimensat(dfd, n, times, AT_SYMLINK_NOFOLLOW) != 0) return Err("set times on", p);
     }
     return Status::Ok();
   };
-  Status s = write_dir(root, dir, c.root);
-  for (auto it = finish.rbegin(); it != finish.rend(); ++it) (*it)();
+  bool keep_root = false;
+  Status s = write_dir(root, dir, c.root, &keep_root);
   for (int fd : open_dirs) close(fd);
   close(root);
   return s;

@@ -10,13 +10,13 @@ namespace layerfs::history {
 using objects::Kind;
 
 Result<StoredContent> WriteContent(objects::ObjectStore& os, std::string_view content,
-                                   const TreeEntry* prev) {
+                                   const TreeEntry* prev, objects::Txn* txn) {
   StoredContent out;
   if (content.empty()) return out;
   if (content.size() < kChunkThreshold) {
     std::optional<ObjectId> base;
     if (prev && prev->type == EntryType::kFile && !prev->chunked && !prev->id.IsZero()) base = prev->id;
-    LFS_ASSIGN(auto r, os.Put(Kind::kBlob, content, base));
+    LFS_ASSIGN(auto r, os.Put(Kind::kBlob, content, base, txn));
     out.id = r.id;
     out.objects_added = r.added;
     out.bytes_added = r.stored_bytes;
@@ -26,7 +26,7 @@ Result<StoredContent> WriteContent(objects::ObjectStore& os, std::string_view co
   std::vector<objects::ChunkRef> old_chunks;
   std::vector<uint64_t> old_starts;
   if (prev && prev->type == EntryType::kFile && prev->chunked && !prev->id.IsZero()) {
-    auto list = os.Get(Kind::kChunkList, prev->id);
+    auto list = os.Get(Kind::kChunkList, prev->id, txn);
     if (list.ok()) {
       auto decoded = objects::DecodeChunkList(*list);
       if (decoded.ok()) old_chunks = std::move(*decoded);
@@ -46,13 +46,13 @@ Result<StoredContent> WriteContent(objects::ObjectStore& os, std::string_view co
       size_t idx = it == old_starts.begin() ? 0 : static_cast<size_t>(it - old_starts.begin() - 1);
       base = old_chunks[idx].id;
     }
-    LFS_ASSIGN(auto r, os.Put(Kind::kChunk, content.substr(off, len), base));
+    LFS_ASSIGN(auto r, os.Put(Kind::kChunk, content.substr(off, len), base, txn));
     out.objects_added += r.added;
     out.bytes_added += r.stored_bytes;
     chunks.push_back({r.id, len});
     off += len;
   }
-  LFS_ASSIGN(auto r, os.Put(Kind::kChunkList, objects::EncodeChunkList(chunks), std::nullopt));
+  LFS_ASSIGN(auto r, os.Put(Kind::kChunkList, objects::EncodeChunkList(chunks), std::nullopt, txn));
   out.id = r.id;
   out.chunked = true;
   out.objects_added += r.added;
@@ -60,14 +60,15 @@ Result<StoredContent> WriteContent(objects::ObjectStore& os, std::string_view co
   return out;
 }
 
-Result<std::string> ReadContent(objects::ObjectStore& os, const ObjectId& id, bool chunked) {
+Result<std::string> ReadContent(objects::ObjectStore& os, const ObjectId& id, bool chunked,
+                                objects::Txn* txn) {
   if (id.IsZero()) return std::string();
-  if (!chunked) return os.Get(Kind::kBlob, id);
-  LFS_ASSIGN(std::string list, os.Get(Kind::kChunkList, id));
+  if (!chunked) return os.Get(Kind::kBlob, id, txn);
+  LFS_ASSIGN(std::string list, os.Get(Kind::kChunkList, id, txn));
   LFS_ASSIGN(auto chunks, objects::DecodeChunkList(list));
   std::string out;
   for (const auto& c : chunks) {
-    LFS_ASSIGN(std::string data, os.Get(Kind::kChunk, c.id));
+    LFS_ASSIGN(std::string data, os.Get(Kind::kChunk, c.id, txn));
     if (data.size() != c.length) return Status::Corrupt("chunk length does not match its list");
     out += data;
   }

@@ -20,8 +20,9 @@ struct StoredContent {
 // `prev` is the previous version of the file (or a similar file), if any: its content is the
 // delta base.
 Result<StoredContent> WriteContent(objects::ObjectStore& os, std::string_view content,
-                                   const TreeEntry* prev);
-Result<std::string> ReadContent(objects::ObjectStore& os, const ObjectId& id, bool chunked);
+                                   const TreeEntry* prev, objects::Txn* txn = nullptr);
+Result<std::string> ReadContent(objects::ObjectStore& os, const ObjectId& id, bool chunked,
+                                objects::Txn* txn = nullptr);
 // Bytes [off, off+len) of the content (short at the end), reading only the chunks it covers.
 Result<std::string> ReadContentRange(objects::ObjectStore& os, const ObjectId& id, bool chunked,
                                      uint64_t off, uint64_t len);

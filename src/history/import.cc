@@ -184,7 +184,7 @@ class Importer {
       e.mtime_sec = sb.st_mtim.tv_sec;
       e.mtime_nsec = static_cast<uint32_t>(sb.st_mtim.tv_nsec);
       if (!S_ISLNK(sb.st_mode)) LFS_TRY(ReadXattrs(child_abs, &e.xattrs));
-      if (!S_ISDIR(sb.st_mode) && sb.st_nlink > 1) e.link_group = sb.st_ino;
+      if (!S_ISDIR(sb.st_mode) && sb.st_nlink > 1) e.link_group = LinkGroup(sb);
       const TreeEntry* prev = find_old(name);
       files_++;
       if (S_ISDIR(sb.st_mode)) {
@@ -193,7 +193,10 @@ class Importer {
         if (fd.fd < 0) return Errno("open", child_abs);
         std::optional<ObjectId> sub_old;
         if (prev && prev->type == EntryType::kDir) sub_old = prev->id;
+        uint64_t bytes_before = logical_, files_before = files_;
         LFS_ASSIGN(e.id, Dir(fd.fd, child_abs, child_rel, sub_old));
+        e.size = logical_ - bytes_before;
+        e.subtree_entries = files_ - files_before;
       } else if (S_ISREG(sb.st_mode)) {
         e.type = EntryType::kFile;
         e.size = sb.st_size;
@@ -262,13 +265,21 @@ class Importer {
     if (e->link_group) links_[{sb.st_dev, sb.st_ino}] = {e->id, e->chunked};
     // A file modified within the last two seconds may change again without its mtime moving
     // ("racily clean" in Git's words): leave it out of the cache so the next import rereads it.
-    if (opts_.use_stat_cache && now.mtime_ns + 2000000000ull < static_cast<uint64_t>(start_ns_) &&
-        now.ctime_ns + 2000000000ull < static_cast<uint64_t>(start_ns_)) {
+    // Only the mtime decides: a recent ctime alone (chmod, utimensat, a hard link) does not make
+    // the content racy, and a later change of the ctime still invalidates the entry.
+    if (opts_.use_stat_cache && now.mtime_ns + 2000000000ull < static_cast<uint64_t>(start_ns_)) {
       now.id = e->id;
       now.chunked = e->chunked;
       stat_batch_.Put(kv::Cf::kIndex, history::StatBranchPrefix(opts_.branch) + rel, EncodeStat(now));
     }
     return Status::Ok();
+  }
+
+  // Hard-link groups are numbered 1, 2, ... in walk order (which is sorted, so deterministic):
+  // the tree then depends on which paths share an inode, not on inode numbers, so a copy or an
+  // export of a tree imports to the same tree, and inodes on different devices never mix.
+  uint64_t LinkGroup(const struct stat& sb) {
+    return groups_.try_emplace({sb.st_dev, sb.st_ino}, groups_.size() + 1).first->second;
   }
 
   // A file of the previous tree with the same name elsewhere (a move or a copy): a delta base for
@@ -308,6 +319,7 @@ class Importer {
   int64_t start_ns_;
   std::unordered_map<std::string, StatEntry> cache_;
   std::map<std::pair<dev_t, ino_t>, std::pair<ObjectId, bool>> links_;
+  std::map<std::pair<dev_t, ino_t>, uint64_t> groups_;
   std::optional<ObjectId> old_root_;
   std::optional<std::unordered_map<std::string, TreeEntry>> basenames_;
   kv::Batch stat_batch_;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <functional>
+#include <map>
 #include <unordered_set>
 
 #include "history/file_content.h"
@@ -89,6 +90,7 @@ Result<StoreStats> Store::Stats() {
 
 Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested) {
   VerifyReport rep;
+  objects_->ClearCache();  // read everything back from the database, not from memory
   std::vector<ObjectId> commits = requested;
   std::unordered_set<ObjectId, ObjectIdHash> seen_commits, seen;
   if (commits.empty()) {
@@ -141,14 +143,16 @@ Result<GcReport> Store::Gc() {
   rep.bytes_before = path_.empty() ? 0 : AllocatedBytes(path_);
   // Mark: commits, trees, file content and chunks reachable from any branch, plus every delta
   // base their records need.
-  std::unordered_set<ObjectId, ObjectIdHash> live;
+  // Live ids per column family: a tree and a blob with the same bytes share an id, and marking
+  // one must neither stop the other's traversal nor keep the other's record alive.
+  std::map<kv::Cf, std::unordered_set<ObjectId, ObjectIdHash>> live;
   std::vector<std::pair<Kind, ObjectId>> work;
   LFS_ASSIGN(auto branches, Branches());
   for (auto& [name, head] : branches) work.emplace_back(Kind::kCommit, head);
   while (!work.empty()) {
     auto [kind, id] = work.back();
     work.pop_back();
-    if (id.IsZero() || !live.insert(id).second) continue;
+    if (id.IsZero() || !live[objects::CfOf(kind)].insert(id).second) continue;
     // Keep the chain below this record.
     auto info = objects_->Info(kind, id);
     if (!info.ok()) return info.status().Context("gc mark");
@@ -173,7 +177,7 @@ Result<GcReport> Store::Gc() {
   kv::Batch b;
   for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
     LFS_TRY(kv_->Scan(cf, "", "", [&](auto k, auto) {
-      if (k.size() == ObjectId::kSize && !live.count(ObjectId::FromKey(k))) {
+      if (k.size() == ObjectId::kSize && !live[cf].count(ObjectId::FromKey(k))) {
         b.Delete(cf, k);
         rep.objects_deleted++;
       }

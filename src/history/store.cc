@@ -305,7 +305,7 @@ Status Store::DeleteBranch(const std::string& name) {
 Result<ObjectId> Store::CommitTree(const std::string& branch, const ObjectId& root,
                                    const std::optional<ObjectId>& expected_head,
                                    const std::string& message, uint64_t logical_bytes, uint64_t files,
-                                   kv::Batch* extra) {
+                                   kv::Batch* extra, objects::Txn* txn) {
   if (!history::ValidBranchName(branch)) return Status::Invalid(fmt::format("invalid branch name '{}'", branch));
   std::lock_guard l(impl_->ref_mu);
   LFS_ASSIGN(auto head, BranchHead(branch));
@@ -320,13 +320,13 @@ Result<ObjectId> Store::CommitTree(const std::string& branch, const ObjectId& ro
   c.time_nsec = static_cast<uint32_t>(now % 1000000000);
   c.logical_bytes = logical_bytes;
   c.files = files;
-  auto put = objects_->Put(Kind::kCommit, objects::EncodeCommit(c), std::nullopt);
+  auto put = objects_->Put(Kind::kCommit, objects::EncodeCommit(c), std::nullopt, txn);
   if (!put.ok()) {
-    objects_->Abort();
+    if (!txn) objects_->Abort();
     return put.status();
   }
   kv::Batch b;
-  objects_->TakeBatch(&b);
+  objects_->TakeBatch(&b, txn);
   if (extra)
     for (const auto& e : extra->entries()) {
       if (e.op == kv::Batch::Op::kPut) b.Put(e.cf, e.key, e.value);
@@ -354,8 +354,8 @@ Result<std::vector<CommitInfo>> Store::Log(const ObjectId& from, size_t limit) {
   return out;
 }
 
-Result<std::vector<TreeEntry>> Store::ReadTree(const ObjectId& tree) {
-  LFS_ASSIGN(std::string data, objects_->Get(Kind::kTree, tree));
+Result<std::vector<TreeEntry>> Store::ReadTree(const ObjectId& tree, objects::Txn* txn) {
+  LFS_ASSIGN(std::string data, objects_->Get(Kind::kTree, tree, txn));
   return objects::DecodeTree(data);
 }
 

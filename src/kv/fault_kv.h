@@ -11,10 +11,11 @@ namespace layerfs::kv {
 class FaultKv : public Kv {
  public:
   explicit FaultKv(Kv* base) : base_(base) {}
-  // After `n` more successful writes, every write fails with `code` (ENOSPC by default).
+  // After `n` more successful writes, every write fails with `code` (ENOSPC by default) until
+  // the next call; n < 0 disarms.
   void FailWritesAfter(int64_t n, int code = ENOSPC) {
     code_ = code;
-    writes_left_ = n;
+    writes_left_ = n < 0 ? -1 : n;
   }
   void FailReads(bool on) { fail_reads_ = on; }
 
@@ -23,8 +24,11 @@ class FaultKv : public Kv {
     return base_->Get(cf, key, s);
   }
   Status Write(const Batch& b, bool sync) override {
-    if (writes_left_.load() >= 0 && writes_left_.fetch_sub(1) <= 0)
-      return Status::Error(code_, "injected write failure");
+    // -1: no fault armed; 0: every write fails (and keeps failing); n > 0: n more succeed.
+    int64_t left = writes_left_.load();
+    while (left > 0 && !writes_left_.compare_exchange_weak(left, left - 1)) {
+    }
+    if (left == 0) return Status::Error(code_, "injected write failure");
     return base_->Write(b, sync);
   }
   Status Scan(Cf cf, std::string_view b, std::string_view e,
@@ -36,6 +40,7 @@ class FaultKv : public Kv {
   std::shared_ptr<const Snapshot> GetSnapshot() override { return base_->GetSnapshot(); }
   Status CompactAll() override { return base_->CompactAll(); }
   Status Flush() override { return base_->Flush(); }
+  Status SyncWal() override { return base_->SyncWal(); }
   Result<CfStats> Stats(Cf cf) override { return base_->Stats(cf); }
 
  private:

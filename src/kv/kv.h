@@ -82,6 +82,8 @@ class Kv {
   virtual Status CompactAll() = 0;
   // Flushes memtables to table files (so table statistics are complete).
   virtual Status Flush() = 0;
+  // Makes every write so far durable (fsync of the write-ahead log).
+  virtual Status SyncWal() = 0;
   virtual Result<CfStats> Stats(Cf cf) = 0;
 };
 

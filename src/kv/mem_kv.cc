@@ -58,6 +58,7 @@ class MemKv : public Kv {
   }
   Status CompactAll() override { return Status::Ok(); }
   Status Flush() override { return Status::Ok(); }
+  Status SyncWal() override { return Status::Ok(); }
   Result<CfStats> Stats(Cf cf) override {
     std::lock_guard l(mu_);
     CfStats s;

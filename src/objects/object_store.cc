@@ -1,6 +1,8 @@
 #include "objects/object_store.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "base/coding.h"
@@ -81,23 +83,33 @@ uint32_t ObjectStore::CapFor(Kind k) const {
   }
 }
 
-Result<std::optional<std::string>> ObjectStore::ReadRecord(Kind kind, const ObjectId& id) {
+static std::string StagedKey(Kind kind, const ObjectId& id) {
+  std::string k(1, static_cast<char>(CfOf(kind)));
+  k.append(id.AsKey());
+  return k;
+}
+
+Result<std::optional<std::string>> ObjectStore::ReadRecord(Kind kind, const ObjectId& id, Txn* txn) {
+  const std::string key = StagedKey(kind, id);
+  if (txn) {
+    auto it = txn->records_.find(key);
+    if (it != txn->records_.end()) return std::optional<std::string>(it->second);
+  }
   {
     std::lock_guard l(mu_);
-    auto it = pending_records_.find(id);
-    if (it != pending_records_.end() && CfOf(it->second.first) == CfOf(kind))
-      return std::optional<std::string>(it->second.second);
+    auto it = shared_.records_.find(key);
+    if (it != shared_.records_.end()) return std::optional<std::string>(it->second);
   }
   return kv_->Get(CfOf(kind), id.AsKey());
 }
 
-Result<bool> ObjectStore::Exists(Kind kind, const ObjectId& id) {
-  LFS_ASSIGN(auto rec, ReadRecord(kind, id));
+Result<bool> ObjectStore::Exists(Kind kind, const ObjectId& id, Txn* txn) {
+  LFS_ASSIGN(auto rec, ReadRecord(kind, id, txn));
   return rec.has_value();
 }
 
-Result<RecordInfo> ObjectStore::Info(Kind kind, const ObjectId& id) {
-  LFS_ASSIGN(auto rec, ReadRecord(kind, id));
+Result<RecordInfo> ObjectStore::Info(Kind kind, const ObjectId& id, Txn* txn) {
+  LFS_ASSIGN(auto rec, ReadRecord(kind, id, txn));
   if (!rec) return Status::NotFound(fmt::format("{} {} is missing", KindName(kind), id.Hex()));
   return ParseRecord(*rec);
 }
@@ -131,11 +143,11 @@ void ObjectStore::ClearCache() {
   lru_bytes_ = 0;
 }
 
-Result<std::string> ObjectStore::Get(Kind kind, const ObjectId& id) {
-  return Decode(kind, id, 1024);
+Result<std::string> ObjectStore::Get(Kind kind, const ObjectId& id, Txn* txn) {
+  return Decode(kind, id, 1024, txn);
 }
 
-Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t max_depth) {
+Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t max_depth, Txn* txn) {
   if (auto c = CacheGet(id)) return std::move(*c);
   // Walk the chain down to a full record, then apply deltas upward: at most cap decodes, and a
   // record whose depth does not shrink by one per step is damaged (this also rules out loops).
@@ -156,7 +168,10 @@ Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t 
         break;
       }
     }
-    LFS_ASSIGN(auto rec, ReadRecord(kind, cur));
+    LFS_ASSIGN(auto rec, ReadRecord(kind, cur, txn));
+    if (!rec && !chain.empty())  // a stored delta whose base is gone is damage, not absence
+      return Status::Corrupt(fmt::format("{} {}: delta base {} is missing", KindName(kind),
+                                         chain.back().id.Hex(), cur.Hex()));
     if (!rec) return Status::NotFound(fmt::format("{} {} is missing", KindName(kind), cur.Hex()));
     auto info_r = ParseRecord(*rec);
     if (!info_r.ok()) return info_r.status().Context(fmt::format("{} {}", KindName(kind), cur.Hex()));
@@ -208,10 +223,10 @@ Result<std::string> ObjectStore::EncodeFull(Kind kind, std::string_view content)
 }
 
 Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view content,
-                                                const std::optional<ObjectId>& hint) {
+                                                const std::optional<ObjectId>& hint, Txn* txn) {
   uint32_t cap = CapFor(kind);
   if (!hint || cap == 0 || content.size() < 64) return EncodeFull(kind, content);
-  auto hint_info = Info(kind, *hint);
+  auto hint_info = Info(kind, *hint, txn);
   if (!hint_info.ok()) return EncodeFull(kind, content);  // base gone: store whole
   // Candidate bases: the previous version while its chain has room; at the cap, the keyframes at
   // the bottom of its chain (depths 0..3), Mercurial sparse-revlog style. The smallest wins; a
@@ -226,14 +241,14 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
       if (ci.depth <= 3 && ci.depth + 1 <= cap) candidates.emplace_back(cur, ci.depth);
       if (ci.encoding != Encoding::kDelta) break;
       cur = ci.base;
-      auto next = Info(kind, cur);
+      auto next = Info(kind, cur, txn);
       if (!next.ok()) break;
       ci = *next;
     }
   }
   LFS_ASSIGN(std::string best, EncodeFull(kind, content));
   for (const auto& [bid, bdepth] : candidates) {
-    auto base_content = Get(kind, bid);
+    auto base_content = Get(kind, bid, txn);
     if (!base_content.ok()) continue;
     LFS_ASSIGN(std::string delta, codec::EncodeDelta(*base_content, content, tuning_.level));
     std::string rec = RecordHeader(kind, Encoding::kDelta, bdepth + 1, content.size(), &bid);
@@ -241,30 +256,34 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
     // shrinks again under RocksDB's block compression).
     if (rec.size() + delta.size() < best.size() * 9 / 10) best = rec.append(delta);
   }
+  if (getenv("TUNELOG")) { FILE* f = fopen(getenv("TUNELOG"), "a"); fprintf(f, "%s %zu %zu %d %zu\n", KindName(kind), content.size(), best.size(), (int)best[1], candidates.size()); fclose(f); }
   return best;
 }
 
 Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
-                                   const std::optional<ObjectId>& base) {
+                                   const std::optional<ObjectId>& base, Txn* txn) {
   // Dedup with collision defence: an existing object under the same id must hold the same bytes;
   // if not, the next key generation is tried.
   for (int g = 0; g < base::kMaxGenerations; g++) {
     ObjectId id = base::HashContent(content, seed_, g);
-    LFS_ASSIGN(auto rec, ReadRecord(kind, id));
+    LFS_ASSIGN(auto rec, ReadRecord(kind, id, txn));
     if (rec) {
-      auto existing = Get(kind, id);
+      auto existing = Get(kind, id, txn);
       if (existing.ok() && *existing == content) return PutResult{id, false, 0};
       if (!existing.ok() && existing.status().code() != EIO) return existing.status();
       continue;  // a collision (or a damaged object we must not dedup against)
     }
-    LFS_ASSIGN(std::string record, ChooseEncoding(kind, content, base));
+    LFS_ASSIGN(std::string record, ChooseEncoding(kind, content, base, txn));
     size_t stored = record.size();
     bool flush = false;
-    {
+    if (txn) {
+      txn->batch_.Put(CfOf(kind), id.AsKey(), record);
+      txn->records_[StagedKey(kind, id)] = std::move(record);
+    } else {
       std::lock_guard l(mu_);
-      pending_.Put(CfOf(kind), id.AsKey(), record);
-      pending_records_[id] = {kind, std::move(record)};
-      flush = pending_.ApproximateBytes() > tuning_.flush_bytes;
+      shared_.batch_.Put(CfOf(kind), id.AsKey(), record);
+      shared_.records_[StagedKey(kind, id)] = std::move(record);
+      flush = shared_.batch_.ApproximateBytes() > tuning_.flush_bytes;
     }
     CachePut(id, std::string(content));
     if (flush) LFS_TRY(Flush());
@@ -273,34 +292,38 @@ Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
   return Status::Error(EIO, "content collides with stored objects under every key generation");
 }
 
-void ObjectStore::TakeBatch(kv::Batch* batch) {
+void ObjectStore::TakeBatch(kv::Batch* batch, Txn* txn) {
+  auto move_out = [&](Txn& t) {
+    for (const auto& e : t.batch_.entries()) batch->Put(e.cf, e.key, e.value);
+    t.batch_.Clear();
+    t.records_.clear();
+  };
+  if (txn) return move_out(*txn);
   std::lock_guard l(mu_);
-  for (const auto& e : pending_.entries()) batch->Put(e.cf, e.key, e.value);
-  pending_.Clear();
-  pending_records_.clear();
+  move_out(shared_);
 }
 
 Status ObjectStore::Flush() {
   kv::Batch b;
   {
     std::lock_guard l(mu_);
-    b = std::move(pending_);
-    pending_.Clear();
+    b = std::move(shared_.batch_);
+    shared_.batch_.Clear();
   }
   if (b.empty()) return Status::Ok();
   Status s = kv_->Write(b, false);
   std::lock_guard l(mu_);
   if (s.ok()) {
-    pending_records_.clear();
+    shared_.records_.clear();
   } else {
-    pending_ = std::move(b);  // keep staged so a retry or Abort sees it
+    shared_.batch_ = std::move(b);  // keep staged so a retry or Abort sees it
   }
   return s;
 }
 
 void ObjectStore::Abort() {
   std::lock_guard l(mu_);
-  for (const auto& e : pending_.entries()) {
+  for (const auto& e : shared_.batch_.entries()) {
     ObjectId id = ObjectId::FromKey(e.key);
     auto it = lru_index_.find(id);
     if (it != lru_index_.end()) {
@@ -309,8 +332,8 @@ void ObjectStore::Abort() {
       lru_index_.erase(it);
     }
   }
-  pending_.Clear();
-  pending_records_.clear();
+  shared_.batch_.Clear();
+  shared_.records_.clear();
 }
 
 }  // namespace layerfs::objects

@@ -55,20 +55,38 @@ struct PutResult {
   size_t stored_bytes = 0;
 };
 
+// A staging area for one operation's writes: Puts through a Txn are visible to reads through
+// the same Txn and reach the Kv only when the owner takes its batch. Destroying a Txn discards
+// them. Not thread-safe: one owner at a time.
+class Txn {
+ public:
+  bool empty() const { return batch_.empty(); }
+
+ private:
+  friend class ObjectStore;
+  kv::Batch batch_;
+  // Staged records by column family byte + id: a tree and a blob may share an id (the same
+  // bytes) and are still different records.
+  std::unordered_map<std::string, std::string> records_;
+};
+
 class ObjectStore {
  public:
   ObjectStore(kv::Kv* kv, uint64_t seed, Policy policy, Tuning tuning = {});
 
   // Stores `content` unless an identical object exists (confirmed byte for byte). `base`, when
   // given, is the previous version (same kind) to delta against. On a failed Put nothing is staged.
-  Result<PutResult> Put(Kind kind, std::string_view content, const std::optional<ObjectId>& base);
-  // Decoded, hash-verified content. ENOENT if absent, EIO if damaged.
-  Result<std::string> Get(Kind kind, const ObjectId& id);
-  Result<bool> Exists(Kind kind, const ObjectId& id);
-  Result<RecordInfo> Info(Kind kind, const ObjectId& id);
+  // With `txn`, the write is staged there instead of in the store's shared pending batch.
+  Result<PutResult> Put(Kind kind, std::string_view content, const std::optional<ObjectId>& base,
+                        Txn* txn = nullptr);
+  // Decoded, hash-verified content. ENOENT if absent, EIO if damaged. Reads see `txn`'s writes.
+  Result<std::string> Get(Kind kind, const ObjectId& id, Txn* txn = nullptr);
+  Result<bool> Exists(Kind kind, const ObjectId& id, Txn* txn = nullptr);
+  Result<RecordInfo> Info(Kind kind, const ObjectId& id, Txn* txn = nullptr);
 
-  // Moves the pending writes into `batch` (so a caller can make them atomic with its own).
-  void TakeBatch(kv::Batch* batch);
+  // Moves the pending writes (of `txn`, or the shared ones) into `batch` (so a caller can make
+  // them atomic with its own).
+  void TakeBatch(kv::Batch* batch, Txn* txn = nullptr);
   // Writes the pending writes to the Kv (unsynced).
   Status Flush();
   // Drops pending writes (after a failed operation).
@@ -82,11 +100,11 @@ class ObjectStore {
   uint32_t CapFor(Kind k) const;
 
  private:
-  Result<std::optional<std::string>> ReadRecord(Kind kind, const ObjectId& id);
-  Result<std::string> Decode(Kind kind, const ObjectId& id, uint32_t max_depth);
+  Result<std::optional<std::string>> ReadRecord(Kind kind, const ObjectId& id, Txn* txn);
+  Result<std::string> Decode(Kind kind, const ObjectId& id, uint32_t max_depth, Txn* txn);
   Result<std::string> EncodeFull(Kind kind, std::string_view content);
   Result<std::string> ChooseEncoding(Kind kind, std::string_view content,
-                                     const std::optional<ObjectId>& base);
+                                     const std::optional<ObjectId>& base, Txn* txn);
   void CachePut(const ObjectId& id, const std::string& content);
   std::optional<std::string> CacheGet(const ObjectId& id);
 
@@ -96,8 +114,7 @@ class ObjectStore {
   Tuning tuning_;
 
   std::mutex mu_;  // guards everything below
-  kv::Batch pending_;
-  std::unordered_map<ObjectId, std::pair<Kind, std::string>, ObjectIdHash> pending_records_;
+  Txn shared_;     // the pending writes of callers that pass no Txn
   std::list<std::pair<ObjectId, std::string>> lru_;
   std::unordered_map<ObjectId, decltype(lru_)::iterator, ObjectIdHash> lru_index_;
   size_t lru_bytes_ = 0;

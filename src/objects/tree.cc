@@ -16,7 +16,8 @@ bool ValidName(std::string_view n) {
 // FORMAT (tree, version 1): varint count, then per entry:
 //   bytes name, u8 type, varint mode, uid, gid, size, svarint mtime_sec, varint mtime_nsec,
 //   varint rdev, varint link_group, u8 flags (1 = chunked), varint xattr count, (bytes, bytes)*,
-//   then for files and dirs: 16-byte id (zero id = empty file), for symlinks: bytes target.
+//   then for files: 16-byte id (zero id = empty file); for dirs: 16-byte id, varint
+//   subtree_entries (size holds the file bytes below); for symlinks: bytes target.
 std::string EncodeTree(const std::vector<TreeEntry>& entries) {
   std::string s;
   PutVarint(&s, entries.size());
@@ -38,6 +39,7 @@ std::string EncodeTree(const std::vector<TreeEntry>& entries) {
       PutBytes(&s, v);
     }
     if (e.type == EntryType::kFile || e.type == EntryType::kDir) s.append(e.id.AsKey());
+    if (e.type == EntryType::kDir) PutVarint(&s, e.subtree_entries);
     else if (e.type == EntryType::kSymlink) PutBytes(&s, e.target);
   }
   return s;
@@ -83,6 +85,8 @@ Result<std::vector<TreeEntry>> DecodeTree(std::string_view data) {
       std::string_view id;
       if (!r.Raw(ObjectId::kSize, &id)) return Status::Corrupt("tree: truncated id");
       e.id = ObjectId::FromKey(id);
+      if (e.type == EntryType::kDir && !r.Varint(&e.subtree_entries))
+        return Status::Corrupt("tree: truncated directory entry");
     } else if (e.type == EntryType::kSymlink) {
       std::string_view t;
       if (!r.Bytes(&t)) return Status::Corrupt("tree: truncated symlink");

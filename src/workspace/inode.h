@@ -1,0 +1,86 @@
+// The persisted records of a Workspace (docs/format.md, "Workspace"): keys under an 8-byte
+// workspace id in the kWorkspace column family, and the inode record encoding.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+#include "base/coding.h"
+#include "layerfs/store.h"
+#include "workspace/workspace.h"
+
+namespace layerfs::workspace {
+
+// FORMAT: key tags; never change.
+constexpr char kTagState = 'S';   // prefix|S -> state record
+constexpr char kTagInode = 'I';   // prefix|I|ino -> inode; prefix|I|ino|block -> 64 KiB data block
+constexpr char kTagEntry = 'D';   // prefix|D|dir ino|name -> varint child ino, u8 EntryType
+constexpr char kTagDirty = 'X';   // prefix|X|ino -> varint generation of the last change
+constexpr char kTagOrphan = 'O';  // prefix|O|ino -> "" (unlinked, awaiting forget)
+constexpr char kTagLink = 'L';    // prefix|L|link group -> varint ino (hard links of the base)
+
+struct Inode {
+  Ino ino = 0;
+  EntryType type = EntryType::kFile;
+  uint32_t perm = 0644;  // permission bits (07777)
+  uint32_t uid = 0, gid = 0, nlink = 1;
+  uint64_t size = 0, rdev = 0;
+  timespec atime{}, mtime{}, ctime{};
+  bool materialized = false;  // dirs: entries are records, not the origin tree
+  bool has_blocks = false;    // files: some data lives in blocks
+  bool has_origin = false;
+  bool origin_chunked = false;
+  ObjectId origin;            // files: committed content; dirs: committed tree
+  uint64_t valid_len = 0;     // files: origin bytes visible below this offset
+  uint64_t origin_size = 0;   // files: size of the origin content
+  std::string target;         // symlinks
+  std::vector<std::pair<std::string, std::string>> xattrs;  // sorted
+  std::vector<Ino> parents;   // directories holding a link to this inode
+
+  bool is_dir() const { return type == EntryType::kDir; }
+  uint32_t ModeBits() const;
+  Attr ToAttr() const;
+};
+
+std::string EncodeInode(const Inode& n);
+Result<Inode> DecodeInode(Ino ino, std::string_view v);
+
+uint32_t TypeBits(EntryType t);
+EntryType TypeFromMode(uint32_t mode);
+
+class Keys {
+ public:
+  explicit Keys(uint64_t wsid) { base::PutBigEndian64(&prefix_, wsid); }
+  const std::string& prefix() const { return prefix_; }
+  std::string State() const { return prefix_ + kTagState; }
+  std::string Inode(Ino ino) const { return Tagged(kTagInode, ino); }
+  std::string Block(Ino ino, uint64_t block) const {
+    std::string k = Inode(ino);
+    base::PutBigEndian64(&k, block);
+    return k;
+  }
+  // [Block(ino, first), end of ino's blocks)
+  std::string InodeEnd(Ino ino) const { return Tagged(kTagInode, ino + 1); }
+  std::string EntryPrefix(Ino dir) const { return Tagged(kTagEntry, dir); }
+  std::string Entry(Ino dir, std::string_view name) const { return EntryPrefix(dir).append(name); }
+  std::string Dirty(Ino ino) const { return Tagged(kTagDirty, ino); }
+  std::string DirtyPrefix() const { return prefix_ + kTagDirty; }
+  std::string Orphan(Ino ino) const { return Tagged(kTagOrphan, ino); }
+  std::string OrphanPrefix() const { return prefix_ + kTagOrphan; }
+  std::string Link(uint64_t group) const { return Tagged(kTagLink, group); }
+  std::string End() const { return history_end(prefix_); }
+  static Ino InoAt(std::string_view key, size_t pos) { return base::GetBigEndian64(key.data() + pos); }
+
+ private:
+  static std::string history_end(std::string p);
+  std::string Tagged(char tag, uint64_t v) const {
+    std::string k = prefix_ + tag;
+    base::PutBigEndian64(&k, v);
+    return k;
+  }
+  std::string prefix_;
+};
+
+}  // namespace layerfs::workspace

@@ -1,0 +1,869 @@
+// Workspace: inode operations over the kWorkspace column family, copy-on-write over the base
+// Commit. One WriteBatch per operation.
+#include "workspace/workspace.h"
+
+#include <linux/fs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "history/keys.h"
+#include "history/store_impl.h"
+#include "objects/tree.h"
+#include "workspace/workspace_impl.h"
+
+namespace layerfs::workspace {
+
+using objects::Kind;
+
+namespace {
+constexpr uint64_t kMaxFileSize = 16ull << 40;  // as ext4 with 4 KiB blocks
+constexpr std::string_view kWsKeyPrefix = "ws/";  // meta: + branch -> 8-byte workspace id
+constexpr std::string_view kWsNextKey = "ws-next";
+
+Status CheckName(std::string_view name) {
+  if (name.size() > 255) return Status::Error(ENAMETOOLONG, "name too long");
+  if (!objects::ValidName(name)) return Status::Invalid("invalid name");
+  return Status::Ok();
+}
+}  // namespace
+
+timespec Now() {
+  timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return t;
+}
+
+// ---- Impl helpers ----
+
+Result<Inode> Workspace::Impl::Load(Ino ino, const kv::Snapshot* snap) {
+  LFS_ASSIGN(auto v, kv_.Get(kv::Cf::kWorkspace, keys_.Inode(ino), snap));
+  if (!v) return Status::NotFound(fmt::format("inode {} does not exist", ino));
+  return DecodeInode(ino, *v);
+}
+
+void Workspace::Impl::MarkDirty(kv::Batch* b, Ino ino) {
+  std::string g;
+  base::PutVarint(&g, next_gen_++);
+  b->Put(kv::Cf::kWorkspace, keys_.Dirty(ino), g);
+}
+
+void Workspace::Impl::PutState(kv::Batch* b) {
+  std::string s;
+  base::PutU8(&s, 1);
+  s.append(base_.AsKey());
+  base::PutVarint(&s, next_ino_);
+  b->Put(kv::Cf::kWorkspace, keys_.State(), s);
+}
+
+Result<std::optional<std::pair<Ino, EntryType>>> Workspace::Impl::GetEntry(Ino dir, std::string_view name,
+                                                                           const kv::Snapshot* snap) {
+  LFS_ASSIGN(auto v, kv_.Get(kv::Cf::kWorkspace, keys_.Entry(dir, name), snap));
+  using R = std::optional<std::pair<Ino, EntryType>>;
+  if (!v) return R();
+  base::Reader r(*v);
+  uint64_t ino;
+  uint8_t t;
+  if (!r.Varint(&ino) || !r.U8(&t)) return Status::Corrupt("damaged directory entry");
+  return R(std::make_pair(ino, static_cast<EntryType>(t)));
+}
+
+static std::string EntryValue(Ino ino, EntryType t) {
+  std::string v;
+  base::PutVarint(&v, ino);
+  base::PutU8(&v, static_cast<uint8_t>(t));
+  return v;
+}
+
+Result<std::vector<std::pair<std::string, std::pair<Ino, EntryType>>>> Workspace::Impl::ListEntries(
+    Ino dir, const kv::Snapshot* snap) {
+  std::vector<std::pair<std::string, std::pair<Ino, EntryType>>> out;
+  std::string p = keys_.EntryPrefix(dir);
+  Status bad;
+  LFS_TRY(kv_.Scan(kv::Cf::kWorkspace, p, history::PrefixEnd(p), [&](auto k, auto v) {
+    base::Reader r(v);
+    uint64_t ino;
+    uint8_t t;
+    if (!r.Varint(&ino) || !r.U8(&t)) {
+      bad = Status::Corrupt("damaged directory entry");
+      return false;
+    }
+    out.emplace_back(std::string(k.substr(p.size())), std::make_pair(ino, static_cast<EntryType>(t)));
+    return true;
+  }, snap));
+  LFS_TRY(bad);
+  return out;
+}
+
+Status Workspace::Impl::Materialize(Inode* dir) {
+  if (dir->materialized) return Status::Ok();
+  kv::Batch b;
+  if (dir->has_origin) {
+    LFS_ASSIGN(auto entries, store_.ReadTree(dir->origin));
+    for (const auto& e : entries) {
+      Inode n;
+      bool existing_link = false;
+      if (e.link_group) {
+        LFS_ASSIGN(auto lv, kv_.Get(kv::Cf::kWorkspace, keys_.Link(e.link_group)));
+        if (lv) {
+          base::Reader r(*lv);
+          uint64_t ino;
+          if (r.Varint(&ino)) {
+            auto linked = Load(ino);
+            if (linked.ok()) {
+              n = std::move(*linked);
+              n.nlink++;
+              n.parents.push_back(dir->ino);
+              existing_link = true;
+            }
+          }
+        }
+      }
+      if (!existing_link) {
+        n.ino = next_ino_++;
+        n.type = e.type;
+        n.perm = e.mode & 07777;
+        n.uid = e.uid;
+        n.gid = e.gid;
+        n.rdev = e.rdev;
+        n.mtime = n.ctime = n.atime = {e.mtime_sec, static_cast<long>(e.mtime_nsec)};
+        n.xattrs = e.xattrs;
+        n.parents = {dir->ino};
+        n.target = e.target;
+        n.nlink = 1;
+        if (e.type == EntryType::kFile) {
+          n.size = e.size;
+          n.has_origin = !e.id.IsZero();
+          n.origin = e.id;
+          n.origin_chunked = e.chunked;
+          n.valid_len = n.origin_size = e.size;
+        } else if (e.type == EntryType::kDir) {
+          n.has_origin = true;
+          n.origin = e.id;
+          // nlink of a directory: 2 + its subdirectories.
+          LFS_ASSIGN(auto sub, store_.ReadTree(e.id));
+          n.nlink = 2;
+          for (const auto& s : sub) n.nlink += s.type == EntryType::kDir;
+        } else if (e.type == EntryType::kSymlink) {
+          n.size = e.target.size();
+        }
+        if (e.link_group) {
+          std::string v;
+          base::PutVarint(&v, n.ino);
+          b.Put(kv::Cf::kWorkspace, keys_.Link(e.link_group), v);
+        }
+      }
+      Put(&b, n);
+      b.Put(kv::Cf::kWorkspace, keys_.Entry(dir->ino, e.name), EntryValue(n.ino, n.type));
+    }
+  }
+  dir->materialized = true;
+  Put(&b, *dir);
+  PutState(&b);
+  return Write(b);
+}
+
+Result<Inode> Workspace::Impl::LoadDir(Ino ino) {
+  LFS_ASSIGN(Inode n, Load(ino));
+  if (!n.is_dir()) return Status::Error(ENOTDIR, "not a directory");
+  LFS_TRY(Materialize(&n));
+  return n;
+}
+
+Result<std::string> Workspace::Impl::ReadOrigin(const Inode& n, uint64_t off, uint64_t len) {
+  if (!n.has_origin || off >= n.valid_len) return std::string();
+  len = std::min(len, n.valid_len - off);
+  return history::ReadContentRange(store_.objects(), n.origin, n.origin_chunked, off, len);
+}
+
+Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uint64_t len,
+                                               const kv::Snapshot* snap) {
+  if (off >= n.size) return std::string();
+  len = std::min<uint64_t>(len, n.size - off);
+  std::string out(len, '\0');
+  if (!n.has_blocks) {
+    LFS_ASSIGN(std::string o, ReadOrigin(n, off, len));
+    std::copy(o.begin(), o.end(), out.begin());
+    return out;
+  }
+  uint64_t first = off / kBlockSize, last = (off + len - 1) / kBlockSize;
+  std::map<uint64_t, std::string> blocks;
+  LFS_TRY(kv_.Scan(kv::Cf::kWorkspace, keys_.Block(n.ino, first), keys_.Block(n.ino, last + 1),
+                   [&](auto k, auto v) {
+                     blocks.emplace(base::GetBigEndian64(k.data() + k.size() - 8), std::string(v));
+                     return true;
+                   }, snap));
+  // Origin first (below valid_len), then blocks over it.
+  if (n.has_origin && off < n.valid_len) {
+    LFS_ASSIGN(std::string o, ReadOrigin(n, off, len));
+    // Only where no block covers: blocks hold the whole block's current bytes.
+    for (uint64_t b = first; b <= last; b++) {
+      if (blocks.count(b)) continue;
+      uint64_t bs = std::max(b * kBlockSize, off), be = std::min((b + 1) * kBlockSize, off + len);
+      for (uint64_t p = bs; p < be && p - off < o.size(); p++) out[p - off] = o[p - off];
+    }
+  }
+  for (const auto& [b, data] : blocks) {
+    uint64_t bstart = b * kBlockSize;
+    uint64_t from = std::max(bstart, off), to = std::min(bstart + data.size(), off + len);
+    if (from < to) std::copy(data.begin() + (from - bstart), data.begin() + (to - bstart), out.begin() + (from - off));
+  }
+  return out;
+}
+
+Status Workspace::Impl::Truncate(kv::Batch* b, Inode* n, uint64_t size) {
+  if (size < n->size) {
+    uint64_t keep_blocks = (size + kBlockSize - 1) / kBlockSize;
+    if (n->has_blocks) {
+      b->DeleteRange(kv::Cf::kWorkspace, keys_.Block(n->ino, keep_blocks), keys_.InodeEnd(n->ino));
+      if (size % kBlockSize) {
+        uint64_t blk = size / kBlockSize;
+        LFS_ASSIGN(auto v, kv_.Get(kv::Cf::kWorkspace, keys_.Block(n->ino, blk)));
+        if (v && v->size() > size % kBlockSize) {
+          v->resize(size % kBlockSize);
+          b->Put(kv::Cf::kWorkspace, keys_.Block(n->ino, blk), *v);
+        }
+      }
+    }
+    n->valid_len = std::min(n->valid_len, size);
+  }
+  n->size = size;
+  return Status::Ok();
+}
+
+void Workspace::Impl::DeleteInode(kv::Batch* b, Ino ino) {
+  b->DeleteRange(kv::Cf::kWorkspace, keys_.Inode(ino), keys_.InodeEnd(ino));
+  b->Delete(kv::Cf::kWorkspace, keys_.Dirty(ino));
+  b->Delete(kv::Cf::kWorkspace, keys_.Orphan(ino));
+}
+
+Status Workspace::Impl::DropLink(kv::Batch* b, Inode* child, Ino dir) {
+  auto it = std::find(child->parents.begin(), child->parents.end(), dir);
+  if (it != child->parents.end()) child->parents.erase(it);
+  child->nlink = child->nlink > 0 ? child->nlink - 1 : 0;
+  child->ctime = Now();
+  if (child->nlink == 0 || (child->is_dir() && child->nlink <= 1)) {
+    if (child->is_dir()) {
+      DeleteInode(b, child->ino);
+    } else {
+      // Open files keep their data until the kernel forgets the inode.
+      child->nlink = 0;
+      Put(b, *child);
+      b->Delete(kv::Cf::kWorkspace, keys_.Dirty(child->ino));
+      b->Put(kv::Cf::kWorkspace, keys_.Orphan(child->ino), "");
+    }
+  } else {
+    Put(b, *child);
+    MarkDirty(b, child->ino);
+  }
+  return Status::Ok();
+}
+
+Result<Inode> Workspace::Impl::NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent) {
+  Inode n;
+  n.ino = next_ino_++;
+  n.type = type;
+  n.perm = perm & 07777;
+  n.uid = c.uid;
+  n.gid = c.gid;
+  if (parent.perm & S_ISGID) {
+    n.gid = parent.gid;
+    if (type == EntryType::kDir) n.perm |= S_ISGID;
+  }
+  n.atime = n.mtime = n.ctime = Now();
+  n.parents = {parent.ino};
+  n.nlink = type == EntryType::kDir ? 2 : 1;
+  n.materialized = type == EntryType::kDir;
+  return n;
+}
+
+Status Workspace::Impl::InitFresh(const ObjectId& commit) {
+  LFS_ASSIGN(auto c, store_.GetCommit(commit));
+  base_ = commit;
+  next_ino_ = 2;
+  Inode root;
+  root.ino = kRootIno;
+  root.type = EntryType::kDir;
+  root.perm = 0755;
+  root.has_origin = true;
+  root.origin = c.root;
+  root.atime = root.mtime = root.ctime = {c.time_sec, static_cast<long>(c.time_nsec)};
+  LFS_ASSIGN(auto entries, store_.ReadTree(c.root));
+  root.nlink = 2;
+  for (const auto& e : entries) root.nlink += e.type == EntryType::kDir;
+  kv::Batch b;
+  Put(&b, root);
+  PutState(&b);
+  return kv_.Write(b, true);
+}
+
+// ---- Open ----
+
+Workspace::Workspace(std::unique_ptr<Impl> impl, WorkspaceOptions opts) : impl_(std::move(impl)), opts_(std::move(opts)) {}
+
+Workspace::~Workspace() {
+  if (impl_ && impl_->ephemeral_) {
+    kv::Batch b;
+    b.DeleteRange(kv::Cf::kWorkspace, impl_->keys_.prefix(), impl_->keys_.End());
+    (void)impl_->kv_.Write(b, false);
+  }
+}
+
+static Result<uint64_t> AllocateWsid(Store& store) {
+  LFS_ASSIGN(auto v, store.kv().Get(kv::Cf::kMeta, kWsNextKey));
+  uint64_t id = 1;
+  if (v && v->size() == 8) id = base::GetBigEndian64(v->data());
+  std::string next;
+  base::PutBigEndian64(&next, id + 1);
+  kv::Batch b;
+  b.Put(kv::Cf::kMeta, kWsNextKey, next);
+  LFS_TRY(store.kv().Write(b, false));
+  return id;
+}
+
+Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const WorkspaceOptions& opts) {
+  static std::mutex open_mu;  // serialises workspace-id allocation
+  std::lock_guard ol(open_mu);
+  if (opts.read_only) {
+    LFS_ASSIGN(uint64_t wsid, AllocateWsid(store));
+    auto impl = std::make_unique<Impl>(store, wsid, true);
+    LFS_TRY(impl->InitFresh(opts.commit));
+    impl->next_gen_ = static_cast<uint64_t>(history::NowNanos());
+    return std::unique_ptr<Workspace>(new Workspace(std::move(impl), opts));
+  }
+  LFS_ASSIGN(auto head, store.BranchHead(opts.branch));
+  if (!head) return Status::NotFound(fmt::format("no branch '{}'", opts.branch));
+  std::string key = std::string(kWsKeyPrefix) + opts.branch;
+  LFS_ASSIGN(auto idv, store.kv().Get(kv::Cf::kMeta, key));
+  uint64_t wsid;
+  if (idv && idv->size() == 8) {
+    wsid = base::GetBigEndian64(idv->data());
+  } else {
+    LFS_ASSIGN(wsid, AllocateWsid(store));
+    std::string v;
+    base::PutBigEndian64(&v, wsid);
+    kv::Batch b;
+    b.Put(kv::Cf::kMeta, key, v);
+    LFS_TRY(store.kv().Write(b, true));
+  }
+  auto impl = std::make_unique<Impl>(store, wsid, false);
+  impl->next_gen_ = static_cast<uint64_t>(history::NowNanos());
+  LFS_ASSIGN(auto state, store.kv().Get(kv::Cf::kWorkspace, impl->keys_.State()));
+  bool fresh = !state;
+  if (state) {
+    base::Reader r(*state);
+    uint8_t ver;
+    std::string_view base;
+    uint64_t next;
+    if (!r.U8(&ver) || ver != 1 || !r.Raw(ObjectId::kSize, &base) || !r.Varint(&next))
+      return Status::Corrupt(fmt::format("workspace of '{}': damaged state", opts.branch));
+    impl->base_ = ObjectId::FromKey(base);
+    impl->next_ino_ = next;
+    if (impl->base_ != *head) {
+      // The branch moved (import, fork target reset). A clean workspace follows it; a dirty one
+      // stays on its base, and its next commit reports the move.
+      bool dirty = false;
+      LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, impl->keys_.DirtyPrefix(),
+                              history::PrefixEnd(impl->keys_.DirtyPrefix()), [&](auto, auto) {
+                                dirty = true;
+                                return false;
+                              }));
+      if (!dirty) {
+        kv::Batch b;
+        b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.prefix(), impl->keys_.End());
+        LFS_TRY(store.kv().Write(b, false));
+        fresh = true;
+      }
+    }
+  }
+  if (fresh) {
+    LFS_TRY(impl->InitFresh(*head));
+  } else {
+    // Inodes unlinked while open when the last process ended: nobody holds them now.
+    kv::Batch b;
+    std::string op = impl->keys_.OrphanPrefix();
+    LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, op, history::PrefixEnd(op), [&](auto k, auto) {
+      impl->DeleteInode(&b, Keys::InoAt(k, op.size()));
+      return true;
+    }));
+    if (!b.empty()) LFS_TRY(store.kv().Write(b, false));
+  }
+  return std::unique_ptr<Workspace>(new Workspace(std::move(impl), opts));
+}
+
+Status DropWorkspaceState(Store& store, const std::string& branch) {
+  std::string key = std::string(kWsKeyPrefix) + branch;
+  LFS_ASSIGN(auto idv, store.kv().Get(kv::Cf::kMeta, key));
+  if (!idv || idv->size() != 8) return Status::Ok();
+  Keys keys(base::GetBigEndian64(idv->data()));
+  kv::Batch b;
+  b.DeleteRange(kv::Cf::kWorkspace, keys.prefix(), keys.End());
+  b.Delete(kv::Cf::kMeta, key);
+  return store.kv().Write(b, true);
+}
+
+ObjectId Workspace::base_commit() const {
+  std::lock_guard l(impl_->mu_);
+  return impl_->base_;
+}
+
+// ---- Operations ----
+
+#define LFS_WRITABLE() \
+  if (opts_.read_only) return Status::Error(EROFS, "read-only workspace")
+
+Result<Attr> Workspace::Lookup(Ino parent, std::string_view name) {
+  std::lock_guard l(impl_->mu_);
+  if (name.size() > 255) return Status::Error(ENAMETOOLONG, "name too long");
+  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
+  if (!e) return Status::NotFound("no such entry");
+  LFS_ASSIGN(Inode n, impl_->Load(e->first));
+  return n.ToAttr();
+}
+
+Result<Attr> Workspace::GetAttr(Ino ino) {
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  return n.ToAttr();
+}
+
+Result<Attr> Workspace::SetAttr(Ino ino, const AttrChange& ch) {
+  LFS_WRITABLE();
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  kv::Batch b;
+  timespec now = Now();
+  if (ch.mode) n.perm = *ch.mode & 07777;
+  if (ch.uid) n.uid = *ch.uid;
+  if (ch.gid) n.gid = *ch.gid;
+  if (ch.size) {
+    if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
+    if (n.type != EntryType::kFile) return Status::Invalid("not a regular file");
+    if (*ch.size > kMaxFileSize) return Status::Error(EFBIG, "file too large");
+    LFS_TRY(impl_->Truncate(&b, &n, *ch.size));
+    n.mtime = now;
+  }
+  if (ch.atime) n.atime = *ch.atime;
+  if (ch.mtime) n.mtime = *ch.mtime;
+  n.ctime = now;
+  impl_->Put(&b, n);
+  impl_->MarkDirty(&b, ino);
+  LFS_TRY(impl_->Write(b));
+  return n.ToAttr();
+}
+
+// Creates `n` as `name` in `parent`: the entry, both inodes, dirty marks, in one batch.
+static Result<Attr> Link_(Workspace::Impl* im, Inode& parent, std::string_view name, Inode& n, bool new_inode) {
+  kv::Batch b;
+  timespec now = Now();
+  parent.mtime = parent.ctime = now;
+  if (n.is_dir()) parent.nlink++;
+  b.Put(kv::Cf::kWorkspace, im->keys_.Entry(parent.ino, name), EntryValue(n.ino, n.type));
+  im->Put(&b, n);
+  im->Put(&b, parent);
+  im->MarkDirty(&b, parent.ino);
+  im->MarkDirty(&b, n.ino);
+  if (new_inode) im->PutState(&b);
+  LFS_TRY(im->Write(b));
+  return n.ToAttr();
+}
+
+Result<Attr> Workspace::Mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev, const Caller& c) {
+  LFS_WRITABLE();
+  LFS_TRY(CheckName(name));
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
+  if (e) return Status::Exists("entry exists");
+  EntryType t = TypeFromMode(mode);
+  if (t == EntryType::kDir || t == EntryType::kSymlink) return Status::Invalid("mknod of a directory or symlink");
+  LFS_ASSIGN(Inode n, impl_->NewInode(t, mode, c, dir));
+  if (t == EntryType::kChar || t == EntryType::kBlock) n.rdev = rdev;
+  return Link_(impl_.get(), dir, name, n, true);
+}
+
+Result<Attr> Workspace::Mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& c) {
+  LFS_WRITABLE();
+  LFS_TRY(CheckName(name));
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
+  if (e) return Status::Exists("entry exists");
+  LFS_ASSIGN(Inode n, impl_->NewInode(EntryType::kDir, mode, c, dir));
+  return Link_(impl_.get(), dir, name, n, true);
+}
+
+Result<Attr> Workspace::Symlink(Ino parent, std::string_view name, std::string_view target, const Caller& c) {
+  LFS_WRITABLE();
+  LFS_TRY(CheckName(name));
+  if (target.size() >= 4096) return Status::Error(ENAMETOOLONG, "link target too long");
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
+  if (e) return Status::Exists("entry exists");
+  LFS_ASSIGN(Inode n, impl_->NewInode(EntryType::kSymlink, 0777, c, dir));
+  n.perm = 0777;
+  n.target = target;
+  n.size = target.size();
+  return Link_(impl_.get(), dir, name, n, true);
+}
+
+Result<Attr> Workspace::Link(Ino ino, Ino new_parent, std::string_view new_name) {
+  LFS_WRITABLE();
+  LFS_TRY(CheckName(new_name));
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  if (n.is_dir()) return Status::Error(EPERM, "hard link to a directory");
+  LFS_ASSIGN(Inode dir, impl_->LoadDir(new_parent));
+  LFS_ASSIGN(auto e, impl_->GetEntry(new_parent, new_name));
+  if (e) return Status::Exists("entry exists");
+  if (n.nlink >= 65000) return Status::Error(EMLINK, "too many links");
+  n.nlink++;
+  n.parents.push_back(new_parent);
+  n.ctime = Now();
+  return Link_(impl_.get(), dir, new_name, n, false);
+}
+
+Status Workspace::Unlink(Ino parent, std::string_view name) {
+  LFS_WRITABLE();
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
+  if (!e) return Status::NotFound("no such entry");
+  LFS_ASSIGN(Inode child, impl_->Load(e->first));
+  if (child.is_dir()) return Status::Error(EISDIR, "is a directory");
+  kv::Batch b;
+  b.Delete(kv::Cf::kWorkspace, impl_->keys_.Entry(parent, name));
+  LFS_TRY(impl_->DropLink(&b, &child, parent));
+  dir.mtime = dir.ctime = Now();
+  impl_->Put(&b, dir);
+  impl_->MarkDirty(&b, parent);
+  return impl_->Write(b);
+}
+
+Status Workspace::Rmdir(Ino parent, std::string_view name) {
+  LFS_WRITABLE();
+  std::lock_guard l(impl_->mu_);
+  if (name == ".") return Status::Invalid("rmdir of .");
+  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
+  if (!e) return Status::NotFound("no such entry");
+  LFS_ASSIGN(Inode child, impl_->Load(e->first));
+  if (!child.is_dir()) return Status::Error(ENOTDIR, "not a directory");
+  LFS_TRY(impl_->Materialize(&child));
+  LFS_ASSIGN(auto entries, impl_->ListEntries(child.ino));
+  if (!entries.empty()) return Status::Error(ENOTEMPTY, "directory not empty");
+  kv::Batch b;
+  b.Delete(kv::Cf::kWorkspace, impl_->keys_.Entry(parent, name));
+  impl_->DeleteInode(&b, child.ino);
+  dir.nlink--;
+  dir.mtime = dir.ctime = Now();
+  impl_->Put(&b, dir);
+  impl_->MarkDirty(&b, parent);
+  return impl_->Write(b);
+}
+
+Status Workspace::Rename(Ino parent, std::string_view name, Ino new_parent, std::string_view new_name, unsigned flags) {
+  LFS_WRITABLE();
+  LFS_TRY(CheckName(new_name));
+  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return Status::Invalid("unsupported rename flags");
+  if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return Status::Invalid("conflicting rename flags");
+  std::lock_guard l(impl_->mu_);
+  auto* im = impl_.get();
+  LFS_ASSIGN(Inode src_dir, im->LoadDir(parent));
+  LFS_ASSIGN(auto se, im->GetEntry(parent, name));
+  if (!se) return Status::NotFound("no such entry");
+  LFS_ASSIGN(Inode src, im->Load(se->first));
+  Inode dst_dir_storage;
+  bool same_dir = parent == new_parent;
+  if (!same_dir) {
+    LFS_ASSIGN(dst_dir_storage, im->LoadDir(new_parent));
+  }
+  Inode& dst_dir = same_dir ? src_dir : dst_dir_storage;
+  // A directory cannot move below itself.
+  if (src.is_dir() && !same_dir) {
+    Ino cur = new_parent;
+    while (cur != kRootIno) {
+      if (cur == src.ino) return Status::Invalid("cannot move a directory into itself");
+      LFS_ASSIGN(Inode up, im->Load(cur));
+      if (up.parents.empty()) break;
+      cur = up.parents[0];
+    }
+  }
+  LFS_ASSIGN(auto de, im->GetEntry(new_parent, new_name));
+  kv::Batch b;
+  timespec now = Now();
+  auto replace_parent = [](Inode& n, Ino from, Ino to) {
+    auto it = std::find(n.parents.begin(), n.parents.end(), from);
+    if (it != n.parents.end()) *it = to;
+  };
+  if (flags & RENAME_EXCHANGE) {
+    if (!de) return Status::NotFound("exchange target does not exist");
+    LFS_ASSIGN(Inode dst, im->Load(de->first));
+    if (dst.is_dir() && !same_dir) {
+      Ino cur = parent;
+      while (cur != kRootIno) {
+        if (cur == dst.ino) return Status::Invalid("cannot move a directory into itself");
+        LFS_ASSIGN(Inode up, im->Load(cur));
+        if (up.parents.empty()) break;
+        cur = up.parents[0];
+      }
+    }
+    b.Put(kv::Cf::kWorkspace, im->keys_.Entry(parent, name), EntryValue(dst.ino, dst.type));
+    b.Put(kv::Cf::kWorkspace, im->keys_.Entry(new_parent, new_name), EntryValue(src.ino, src.type));
+    if (!same_dir) {
+      replace_parent(src, parent, new_parent);
+      replace_parent(dst, new_parent, parent);
+      if (src.is_dir() != dst.is_dir()) {
+        if (src.is_dir()) { src_dir.nlink--; dst_dir.nlink++; }
+        else { src_dir.nlink++; dst_dir.nlink--; }
+      }
+    }
+    src.ctime = dst.ctime = now;
+    im->Put(&b, src);
+    im->Put(&b, dst);
+  } else {
+    if (de) {
+      if (flags & RENAME_NOREPLACE) return Status::Exists("target exists");
+      if (de->first == src.ino) return Status::Ok();  // both names are links to one inode
+      LFS_ASSIGN(Inode dst, im->Load(de->first));
+      if (src.is_dir() && !dst.is_dir()) return Status::Error(ENOTDIR, "target is not a directory");
+      if (!src.is_dir() && dst.is_dir()) return Status::Error(EISDIR, "target is a directory");
+      if (dst.is_dir()) {
+        LFS_TRY(im->Materialize(&dst));
+        LFS_ASSIGN(auto entries, im->ListEntries(dst.ino));
+        if (!entries.empty()) return Status::Error(ENOTEMPTY, "target directory not empty");
+        im->DeleteInode(&b, dst.ino);
+        dst_dir.nlink--;
+      } else {
+        LFS_TRY(im->DropLink(&b, &dst, new_parent));
+      }
+    }
+    b.Delete(kv::Cf::kWorkspace, im->keys_.Entry(parent, name));
+    b.Put(kv::Cf::kWorkspace, im->keys_.Entry(new_parent, new_name), EntryValue(src.ino, src.type));
+    if (!same_dir) {
+      replace_parent(src, parent, new_parent);
+      if (src.is_dir()) {
+        src_dir.nlink--;
+        dst_dir.nlink++;
+      }
+    }
+    src.ctime = now;
+    im->Put(&b, src);
+  }
+  src_dir.mtime = src_dir.ctime = now;
+  im->Put(&b, src_dir);
+  im->MarkDirty(&b, parent);
+  if (!same_dir) {
+    dst_dir.mtime = dst_dir.ctime = now;
+    im->Put(&b, dst_dir);
+    im->MarkDirty(&b, new_parent);
+  }
+  return im->Write(b);
+}
+
+Result<std::string> Workspace::Readlink(Ino ino) {
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  if (n.type != EntryType::kSymlink) return Status::Invalid("not a symlink");
+  return n.target;
+}
+
+Result<std::vector<DirEntry>> Workspace::ReadDir(Ino ino) {
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode dir, impl_->LoadDir(ino));
+  LFS_ASSIGN(auto entries, impl_->ListEntries(ino));
+  std::vector<DirEntry> out;
+  out.reserve(entries.size());
+  for (auto& [name, e] : entries) out.push_back({name, e.first, TypeBits(e.second)});
+  return out;
+}
+
+Result<std::string> Workspace::Read(Ino ino, uint64_t off, size_t size) {
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
+  return impl_->ReadRange(n, off, size);
+}
+
+Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data) {
+  LFS_WRITABLE();
+  std::lock_guard l(impl_->mu_);
+  auto* im = impl_.get();
+  LFS_ASSIGN(Inode n, im->Load(ino));
+  if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
+  if (data.empty()) return size_t{0};
+  if (off + data.size() > kMaxFileSize || off + data.size() < off) return Status::Error(EFBIG, "file too large");
+  kv::Batch b;
+  uint64_t end = off + data.size();
+  for (uint64_t blk = off / kBlockSize; blk * kBlockSize < end; blk++) {
+    uint64_t bstart = blk * kBlockSize;
+    uint64_t from = std::max(off, bstart), to = std::min(end, bstart + kBlockSize);
+    std::string block;
+    if (from == bstart && to == bstart + kBlockSize) {
+      block.assign(data.substr(from - off, to - from));
+    } else {
+      // Read-modify-write: the block's current bytes (stored block, else committed content
+      // below valid_len, else zeros), up to the file size.
+      std::optional<std::string> have;
+      if (n.has_blocks) {
+        LFS_ASSIGN(have, im->kv_.Get(kv::Cf::kWorkspace, im->keys_.Block(ino, blk)));
+      }
+      if (have) {
+        block = std::move(*have);
+      } else if (bstart < n.size) {
+        LFS_ASSIGN(block, im->ReadRange(n, bstart, std::min<uint64_t>(kBlockSize, n.size - bstart)));
+      }
+      if (block.size() < to - bstart) block.resize(to - bstart, '\0');
+      std::copy(data.begin() + (from - off), data.begin() + (to - off), block.begin() + (from - bstart));
+    }
+    b.Put(kv::Cf::kWorkspace, im->keys_.Block(ino, blk), block);
+  }
+  n.has_blocks = true;
+  n.size = std::max(n.size, end);
+  n.mtime = n.ctime = Now();
+  if (n.perm & (S_ISUID | S_ISGID)) n.perm &= ~(S_ISUID | S_ISGID);
+  im->Put(&b, n);
+  im->MarkDirty(&b, ino);
+  LFS_TRY(im->Write(b));
+  return data.size();
+}
+
+Status Workspace::Fallocate(Ino ino, int mode, uint64_t off, uint64_t len) {
+  LFS_WRITABLE();
+  constexpr int kKeepSize = 1, kPunchHole = 2;
+  if (mode & ~(kKeepSize | kPunchHole)) return Status::Error(EOPNOTSUPP, "fallocate mode not supported");
+  if (mode & kPunchHole) {
+    if (!(mode & kKeepSize)) return Status::Error(EOPNOTSUPP, "punch hole needs keep size");
+    uint64_t size;
+    {
+      std::lock_guard l(impl_->mu_);
+      LFS_ASSIGN(Inode n, impl_->Load(ino));
+      size = n.size;
+    }
+    if (off >= size) return Status::Ok();
+    std::string zeros(std::min(len, size - off), '\0');
+    auto w = Write(ino, off, zeros);
+    return w.ok() ? Status::Ok() : w.status();
+  }
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  if (n.type != EntryType::kFile) return Status::Error(ENODEV, "not a regular file");
+  if (off + len > kMaxFileSize) return Status::Error(EFBIG, "file too large");
+  if ((mode & kKeepSize) || off + len <= n.size) return Status::Ok();
+  kv::Batch b;
+  n.size = off + len;
+  n.ctime = Now();
+  impl_->Put(&b, n);
+  impl_->MarkDirty(&b, ino);
+  return impl_->Write(b);
+}
+
+Result<uint64_t> Workspace::Lseek(Ino ino, uint64_t off, int whence) {
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  if (off >= n.size) return Status::Error(ENXIO, "offset beyond end of file");
+  // Data: origin bytes below valid_len, and stored blocks.
+  std::vector<uint64_t> blocks;
+  if (n.has_blocks) {
+    LFS_TRY(impl_->kv_.Scan(kv::Cf::kWorkspace, impl_->keys_.Block(ino, 0), impl_->keys_.InodeEnd(ino),
+                            [&](auto k, auto) {
+                              blocks.push_back(base::GetBigEndian64(k.data() + k.size() - 8));
+                              return true;
+                            }));
+  }
+  auto is_data = [&](uint64_t p) {
+    return (n.has_origin && p < n.valid_len) || std::binary_search(blocks.begin(), blocks.end(), p / kBlockSize);
+  };
+  if (whence == SEEK_DATA) {
+    if (is_data(off)) return off;
+    for (uint64_t b : blocks)
+      if (b * kBlockSize + kBlockSize > off) return std::max(off, b * kBlockSize);
+    return Status::Error(ENXIO, "no data after offset");
+  }
+  if (whence == SEEK_HOLE) {
+    uint64_t p = off;
+    while (p < n.size) {
+      if (n.has_origin && p < n.valid_len) p = n.valid_len;
+      else if (std::binary_search(blocks.begin(), blocks.end(), p / kBlockSize)) p = (p / kBlockSize + 1) * kBlockSize;
+      else return p;
+    }
+    return n.size;
+  }
+  return Status::Invalid("unsupported whence");
+}
+
+Status Workspace::Fsync(Ino, bool) { return impl_->kv_.SyncWal(); }
+
+Status Workspace::SetXattr(Ino ino, std::string_view name, std::string_view value, int flags) {
+  LFS_WRITABLE();
+  if (name.size() > 255 || name.empty()) return Status::Error(ERANGE, "bad xattr name");
+  if (name.rfind("user.", 0) != 0) return Status::Error(EOPNOTSUPP, "only user.* attributes are supported");
+  if (value.size() > 65536) return Status::Error(E2BIG, "xattr value too large");
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  if (n.type == EntryType::kSymlink) return Status::Error(EPERM, "user xattrs on a symlink");
+  auto it = std::lower_bound(n.xattrs.begin(), n.xattrs.end(), name,
+                             [](const auto& p, std::string_view k) { return p.first < k; });
+  bool exists = it != n.xattrs.end() && it->first == name;
+  if ((flags & XATTR_CREATE) && exists) return Status::Exists("xattr exists");
+  if ((flags & XATTR_REPLACE) && !exists) return Status::Error(ENODATA, "no such xattr");
+  if (exists) it->second = value;
+  else n.xattrs.insert(it, {std::string(name), std::string(value)});
+  n.ctime = Now();
+  kv::Batch b;
+  impl_->Put(&b, n);
+  impl_->MarkDirty(&b, ino);
+  return impl_->Write(b);
+}
+
+Result<std::string> Workspace::GetXattr(Ino ino, std::string_view name) {
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  for (const auto& [k, v] : n.xattrs)
+    if (k == name) return v;
+  return Status::Error(ENODATA, "no such xattr");
+}
+
+Result<std::vector<std::string>> Workspace::ListXattr(Ino ino) {
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  std::vector<std::string> out;
+  for (const auto& [k, v] : n.xattrs) out.push_back(k);
+  return out;
+}
+
+Status Workspace::RemoveXattr(Ino ino, std::string_view name) {
+  LFS_WRITABLE();
+  std::lock_guard l(impl_->mu_);
+  LFS_ASSIGN(Inode n, impl_->Load(ino));
+  auto it = std::find_if(n.xattrs.begin(), n.xattrs.end(), [&](const auto& p) { return p.first == name; });
+  if (it == n.xattrs.end()) return Status::Error(ENODATA, "no such xattr");
+  n.xattrs.erase(it);
+  n.ctime = Now();
+  kv::Batch b;
+  impl_->Put(&b, n);
+  impl_->MarkDirty(&b, ino);
+  return impl_->Write(b);
+}
+
+Result<struct statvfs> Workspace::Statfs() {
+  struct statvfs s {};
+  std::string p = impl_->store_.path().empty() ? "/" : impl_->store_.path();
+  if (statvfs(p.c_str(), &s) != 0) return Status::Errorf(errno, "statfs: {}", strerror(errno));
+  s.f_namemax = 255;
+  return s;
+}
+
+void Workspace::Forget(Ino ino) {
+  std::lock_guard l(impl_->mu_);
+  auto n = impl_->Load(ino);
+  if (!n.ok() || n->nlink > 0) return;
+  kv::Batch b;
+  impl_->DeleteInode(&b, ino);
+  (void)impl_->Write(b);
+}
+
+}  // namespace layerfs::workspace

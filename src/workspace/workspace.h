@@ -1,0 +1,134 @@
+// Workspace: the live, writable state of one Branch, as POSIX-shaped operations on inodes.
+//
+// A Workspace is copy-on-write over the Commit it is based on: a fresh fork holds one root inode
+// whose directory is its committed tree; a directory is materialised (its entries given inode
+// numbers and records) on first access; a file reads committed content until it is written, and
+// then only the 64 KiB blocks written are stored. Everything lives in the kWorkspace column
+// family (docs/format.md), one WriteBatch per operation, so it survives the process.
+// Every change marks its inode dirty with a generation number; Commit() builds trees from a
+// database snapshot for the dirty inodes and their ancestors only, while writers go on.
+//
+// The core knows nothing of FUSE: callers pass a Caller (uid, gid) and get errno-style Status.
+// Permission checks are the kernel's (default_permissions); this layer enforces the POSIX rules
+// that a filesystem itself must (ENOTEMPTY, EEXIST, ENOTDIR, EISDIR, ENAMETOOLONG, ...).
+// Thread-safe: one mutex serialises operations on a Workspace; Commit holds it only to publish.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "layerfs/store.h"
+
+namespace layerfs::objects { class Txn; }
+namespace layerfs::kv { class Snapshot; }
+
+namespace layerfs::workspace {
+
+using Ino = uint64_t;
+constexpr Ino kRootIno = 1;
+constexpr uint64_t kBlockSize = 64 << 10;
+
+struct Attr {
+  Ino ino = 0;
+  uint32_t mode = 0;  // S_IFMT type bits | permission bits
+  uint32_t nlink = 1, uid = 0, gid = 0;
+  uint64_t size = 0, rdev = 0;
+  timespec atime{}, mtime{}, ctime{};
+  uint64_t blocks() const { return (size + 511) / 512; }
+};
+
+struct DirEntry {
+  std::string name;
+  Ino ino;
+  uint32_t mode;  // S_IFMT bits
+};
+
+struct Caller {
+  uint32_t uid = 0, gid = 0;
+};
+
+// What SetAttr changes; times already resolved (UTIME_NOW -> now) by the caller.
+struct AttrChange {
+  std::optional<uint32_t> mode;  // permission bits
+  std::optional<uint32_t> uid, gid;
+  std::optional<uint64_t> size;
+  std::optional<timespec> atime, mtime;
+};
+
+struct WorkspaceOptions {
+  bool read_only = false;   // a Commit mounted read-only: every change is EROFS
+  std::string branch;       // the Branch; empty for a read-only Commit view
+  ObjectId commit;          // for read_only: the Commit shown
+};
+
+class Workspace {
+ public:
+  // Opens the Workspace of `opts.branch` (creating it at the branch head if it has none), or a
+  // read-only view of `opts.commit`.
+  static Result<std::unique_ptr<Workspace>> Open(Store& store, const WorkspaceOptions& opts);
+  ~Workspace();
+
+  Result<Attr> Lookup(Ino parent, std::string_view name);
+  Result<Attr> GetAttr(Ino ino);
+  Result<Attr> SetAttr(Ino ino, const AttrChange& change);
+  // Creates a regular file, device node, FIFO or socket (`mode` carries the type).
+  Result<Attr> Mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev, const Caller& c);
+  Result<Attr> Mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& c);
+  Result<Attr> Symlink(Ino parent, std::string_view name, std::string_view target, const Caller& c);
+  Result<Attr> Link(Ino ino, Ino new_parent, std::string_view new_name);
+  // Unlink and Rmdir drop the entry; an inode with no links stays until Forget (open files).
+  Status Unlink(Ino parent, std::string_view name);
+  Status Rmdir(Ino parent, std::string_view name);
+  // flags: RENAME_NOREPLACE, RENAME_EXCHANGE (from <linux/fs.h>), or 0.
+  Status Rename(Ino parent, std::string_view name, Ino new_parent, std::string_view new_name, unsigned flags);
+  Result<std::string> Readlink(Ino ino);
+  Result<std::vector<DirEntry>> ReadDir(Ino ino);
+
+  Result<std::string> Read(Ino ino, uint64_t off, size_t size);
+  Result<size_t> Write(Ino ino, uint64_t off, std::string_view data);
+  Status Fallocate(Ino ino, int mode, uint64_t off, uint64_t len);
+  Result<uint64_t> Lseek(Ino ino, uint64_t off, int whence);  // SEEK_DATA / SEEK_HOLE
+  Status Fsync(Ino ino, bool datasync);
+
+  Status SetXattr(Ino ino, std::string_view name, std::string_view value, int flags);
+  Result<std::string> GetXattr(Ino ino, std::string_view name);
+  Result<std::vector<std::string>> ListXattr(Ino ino);
+  Status RemoveXattr(Ino ino, std::string_view name);
+  Result<struct statvfs> Statfs();
+
+  // The kernel forgot the inode (lookup count 0): an unlinked inode's data is freed now.
+  void Forget(Ino ino);
+
+  // Makes a Commit of everything written so far and returns its id. Writers may go on; each
+  // write lands in this Commit or the next.
+  Result<ObjectId> Commit(const std::string& message);
+  // Uncommitted changes against the head Commit (nothing is stored).
+  Result<std::vector<DiffEntry>> Changes();
+  // Discards uncommitted changes; with `to`, also moves the branch there. Only while no file is
+  // open (the caller checks).
+  Status Reset(const std::optional<ObjectId>& to);
+
+  const std::string& branch() const { return opts_.branch; }
+  bool read_only() const { return opts_.read_only; }
+  ObjectId base_commit() const;
+
+  class Impl;  // workspace_impl.h
+
+ private:
+  explicit Workspace(std::unique_ptr<Impl> impl, WorkspaceOptions opts);
+  std::unique_ptr<Impl> impl_;
+  WorkspaceOptions opts_;
+};
+
+// Deletes the persistent Workspace state of `branch` (after its branch is deleted or reset).
+Status DropWorkspaceState(Store& store, const std::string& branch);
+
+}  // namespace layerfs::workspace

@@ -1,0 +1,241 @@
+// Workspace::Commit, Changes and Reset.
+//
+// A commit reads a database snapshot: the dirty marks (inode -> generation), the inodes they
+// name and those inodes' ancestors are the only directories rebuilt; every other subtree keeps
+// its committed tree id. Objects are staged in a Txn; publishing (the Commit, the ref, folding
+// committed blocks back into origins, clearing marks whose generation did not move) is one
+// synced batch under the workspace lock, so a write lands wholly in this Commit or the next.
+#include <functional>
+#include <set>
+
+#include "history/keys.h"
+#include "objects/tree.h"
+#include "workspace/workspace.h"
+#include "workspace/workspace_impl.h"
+
+namespace layerfs::workspace {
+
+using objects::Kind;
+
+Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* snap, objects::Txn* txn) {
+  Built out;
+  std::string dp = keys_.DirtyPrefix();
+  Status bad;
+  LFS_TRY(kv_.Scan(kv::Cf::kWorkspace, dp, history::PrefixEnd(dp), [&](auto k, auto v) {
+    base::Reader r(v);
+    uint64_t gen = 0;
+    (void)r.Varint(&gen);
+    out.dirty[Keys::InoAt(k, dp.size())] = gen;
+    return true;
+  }, snap));
+  // Directories to rebuild: dirty directories, parents of dirty inodes, and their ancestors.
+  std::set<Ino> rebuild;
+  std::function<Status(Ino)> up = [&](Ino dir) -> Status {
+    while (rebuild.insert(dir).second && dir != kRootIno) {
+      auto n = Load(dir, snap);
+      if (!n.ok() || n->parents.empty()) break;
+      dir = n->parents[0];
+    }
+    return Status::Ok();
+  };
+  for (const auto& [ino, gen] : out.dirty) {
+    auto n = Load(ino, snap);
+    if (!n.ok()) continue;  // removed since
+    if (n->is_dir()) LFS_TRY(up(ino));
+    for (Ino p : n->parents) LFS_TRY(up(p));
+  }
+  std::map<Ino, std::pair<ObjectId, bool>> files_done;  // hard links: content stored once
+  struct Sums {
+    uint64_t bytes = 0, entries = 0;
+  };
+  std::function<Result<ObjectId>(const Inode&, Sums*)> build = [&](const Inode& dir, Sums* sums) -> Result<ObjectId> {
+    LFS_ASSIGN(auto entries, ListEntries(dir.ino, snap));
+    std::vector<TreeEntry> tree;
+    tree.reserve(entries.size());
+    for (const auto& [name, ref] : entries) {
+      LFS_ASSIGN(Inode n, Load(ref.first, snap));
+      TreeEntry e;
+      e.name = name;
+      e.type = n.type;
+      e.mode = n.perm;
+      e.uid = n.uid;
+      e.gid = n.gid;
+      e.mtime_sec = n.mtime.tv_sec;
+      e.mtime_nsec = static_cast<uint32_t>(n.mtime.tv_nsec);
+      e.xattrs = n.xattrs;
+      e.rdev = (n.type == EntryType::kChar || n.type == EntryType::kBlock) ? n.rdev : 0;
+      e.link_group = (!n.is_dir() && n.nlink > 1) ? n.ino : 0;
+      sums->entries++;
+      if (n.is_dir()) {
+        if (rebuild.count(n.ino) && n.materialized) {
+          Sums sub;
+          LFS_ASSIGN(e.id, build(n, &sub));
+          e.size = sub.bytes;
+          e.subtree_entries = sub.entries;
+        } else {
+          // Unchanged: its committed entry in the parent's committed tree has the sums.
+          e.id = n.origin;
+          LFS_ASSIGN(auto sub_tree, store_.ReadTree(n.origin, txn));
+          (void)sub_tree;
+          e.size = 0;
+          e.subtree_entries = 0;
+          // Sums of an unchanged subtree: walk its tree's direct entries (dirs carry sums).
+          for (const auto& s : sub_tree) {
+            e.subtree_entries += 1 + (s.type == EntryType::kDir ? s.subtree_entries : 0);
+            e.size += s.type == EntryType::kSymlink ? 0 : s.size;
+          }
+        }
+        sums->bytes += e.size;
+        sums->entries += e.subtree_entries;
+      } else if (n.type == EntryType::kFile) {
+        e.size = n.size;
+        sums->bytes += n.size;
+        if (auto it = files_done.find(n.ino); it != files_done.end()) {
+          e.id = it->second.first;
+          e.chunked = it->second.second;
+        } else if (out.dirty.count(n.ino) && (n.has_blocks || !n.has_origin || n.valid_len != n.size ||
+                                              n.origin_size != n.size)) {
+          LFS_ASSIGN(std::string data, ReadRange(n, 0, n.size, snap));
+          TreeEntry prev;
+          prev.type = EntryType::kFile;
+          prev.id = n.origin;
+          prev.chunked = n.origin_chunked;
+          LFS_ASSIGN(auto stored, history::WriteContent(store_.objects(), data, n.has_origin ? &prev : nullptr, txn));
+          e.id = stored.id;
+          e.chunked = stored.chunked;
+          out.new_origins[n.ino] = {e.id, e.chunked};
+        } else {
+          e.id = n.has_origin ? n.origin : ObjectId{};
+          e.chunked = n.origin_chunked;
+        }
+        files_done[n.ino] = {e.id, e.chunked};
+      } else if (n.type == EntryType::kSymlink) {
+        e.target = n.target;
+        e.size = n.target.size();
+      }
+      tree.push_back(std::move(e));
+    }
+    std::optional<ObjectId> base;
+    if (dir.has_origin) base = dir.origin;
+    LFS_ASSIGN(auto put, store_.objects().Put(Kind::kTree, objects::EncodeTree(tree), base, txn));
+    out.new_origins[dir.ino] = {put.id, false};
+    return put.id;
+  };
+  LFS_ASSIGN(Inode root, Load(kRootIno, snap));
+  if (!rebuild.count(kRootIno) || !root.materialized) {
+    out.root = root.origin;
+    LFS_ASSIGN(auto c, store_.GetCommit(base_));
+    out.bytes = c.logical_bytes;
+    out.entries = c.files;
+    return out;
+  }
+  Sums sums;
+  LFS_ASSIGN(out.root, build(root, &sums));
+  out.bytes = sums.bytes;
+  out.entries = sums.entries;
+  return out;
+}
+
+Result<ObjectId> Workspace::Commit(const std::string& message) {
+  if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
+  auto* im = impl_.get();
+  std::lock_guard cl(im->commit_mu_);
+  std::shared_ptr<const kv::Snapshot> snap;
+  ObjectId base;
+  {
+    std::lock_guard l(im->mu_);
+    snap = im->kv_.GetSnapshot();
+    base = im->base_;
+  }
+  objects::Txn txn;
+  Impl::Built built;
+  {
+    // Reads of the snapshot do not need the lock: nothing in it changes.
+    LFS_ASSIGN(built, im->BuildTrees(snap.get(), &txn));
+  }
+  std::lock_guard l(im->mu_);
+  kv::Batch extra;
+  // Fold committed state back: an inode whose generation did not move since the snapshot now
+  // has the new content as its origin and no blocks; one that moved stays dirty on its old origin.
+  for (const auto& [ino, origin] : built.new_origins) {
+    auto cur = im->Load(ino);
+    if (!cur.ok()) continue;
+    LFS_ASSIGN(auto mark, im->kv_.Get(kv::Cf::kWorkspace, im->keys_.Dirty(ino)));
+    uint64_t gen_now = 0;
+    if (mark) {
+      base::Reader r(*mark);
+      (void)r.Varint(&gen_now);
+    }
+    auto snap_gen = built.dirty.find(ino);
+    bool unchanged = mark ? (snap_gen != built.dirty.end() && snap_gen->second == gen_now) : true;
+    if (cur->is_dir()) {
+      // A directory's origin must be its newest tree whenever it is not rebuilt next time, and it
+      // is rebuilt next time whenever it changed since.
+      cur->has_origin = true;
+      cur->origin = origin.first;
+      im->Put(&extra, *cur);
+      if (mark && unchanged) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
+    } else if (unchanged) {
+      cur->has_origin = !origin.first.IsZero();
+      cur->origin = origin.first;
+      cur->origin_chunked = origin.second;
+      cur->valid_len = cur->origin_size = cur->size;
+      if (cur->has_blocks)
+        extra.DeleteRange(kv::Cf::kWorkspace, im->keys_.Block(ino, 0), im->keys_.InodeEnd(ino));
+      cur->has_blocks = false;
+      im->Put(&extra, *cur);
+      if (mark) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
+    }
+  }
+  // Marks on inodes whose content did not need storing (attribute changes, removed inodes).
+  for (const auto& [ino, gen] : built.dirty) {
+    if (built.new_origins.count(ino)) continue;
+    LFS_ASSIGN(auto mark, im->kv_.Get(kv::Cf::kWorkspace, im->keys_.Dirty(ino)));
+    if (!mark) continue;
+    base::Reader r(*mark);
+    uint64_t g = 0;
+    (void)r.Varint(&g);
+    if (g == gen) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
+  }
+  ObjectId old_base = im->base_;
+  LFS_ASSIGN(ObjectId id, im->store_.CommitTree(opts_.branch, built.root, base, message, built.bytes,
+                                                built.entries, &extra, &txn));
+  im->base_ = id;
+  kv::Batch st;
+  im->PutState(&st);
+  Status s = im->kv_.Write(st, true);
+  (void)old_base;
+  if (!s.ok()) return s;
+  return id;
+}
+
+Result<std::vector<DiffEntry>> Workspace::Changes() {
+  auto* im = impl_.get();
+  std::shared_ptr<const kv::Snapshot> snap;
+  ObjectId base;
+  {
+    std::lock_guard l(im->mu_);
+    snap = im->kv_.GetSnapshot();
+    base = im->base_;
+  }
+  objects::Txn txn;  // discarded: nothing is stored
+  LFS_ASSIGN(auto built, im->BuildTrees(snap.get(), &txn));
+  LFS_ASSIGN(auto c, im->store_.GetCommit(base));
+  return im->store_.DiffTrees(c.root, built.root, &txn);
+}
+
+Status Workspace::Reset(const std::optional<ObjectId>& to) {
+  if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
+  auto* im = impl_.get();
+  std::lock_guard cl(im->commit_mu_);
+  std::lock_guard l(im->mu_);
+  if (to) LFS_TRY(im->store_.SetBranch(opts_.branch, *to));
+  LFS_ASSIGN(auto head, im->store_.BranchHead(opts_.branch));
+  if (!head) return Status::NotFound("branch vanished");
+  kv::Batch b;
+  b.DeleteRange(kv::Cf::kWorkspace, im->keys_.prefix(), im->keys_.End());
+  LFS_TRY(im->kv_.Write(b, false));
+  return im->InitFresh(*head);
+}
+
+}  // namespace layerfs::workspace

@@ -1,0 +1,62 @@
+// Private implementation of Workspace, shared by workspace.cc (inode operations) and
+// workspace_commit.cc (commit, changes, reset).
+#pragma once
+
+#include <map>
+#include <set>
+
+#include "history/file_content.h"
+#include "kv/kv.h"
+#include "objects/object_store.h"
+#include "workspace/inode.h"
+
+namespace layerfs::workspace {
+
+class Workspace::Impl {
+ public:
+  Impl(Store& store, uint64_t wsid, bool ephemeral) : store_(store), kv_(store.kv()), keys_(wsid), ephemeral_(ephemeral) {}
+
+  // All REQUIRE mu_ held unless noted.
+  Result<Inode> Load(Ino ino, const kv::Snapshot* snap = nullptr);
+  void Put(kv::Batch* b, const Inode& n) { b->Put(kv::Cf::kWorkspace, keys_.Inode(n.ino), EncodeInode(n)); }
+  void MarkDirty(kv::Batch* b, Ino ino);
+  void PutState(kv::Batch* b);
+  Status Write(const kv::Batch& b) { return kv_.Write(b, false); }
+  Result<Inode> LoadDir(Ino ino);  // loads and materialises; ENOTDIR for non-dirs
+  Status Materialize(Inode* dir);
+  Result<std::optional<std::pair<Ino, EntryType>>> GetEntry(Ino dir, std::string_view name,
+                                                            const kv::Snapshot* snap = nullptr);
+  Result<std::vector<std::pair<std::string, std::pair<Ino, EntryType>>>> ListEntries(
+      Ino dir, const kv::Snapshot* snap = nullptr);
+  Result<std::string> ReadRange(const Inode& n, uint64_t off, uint64_t len, const kv::Snapshot* snap = nullptr);
+  Result<std::string> ReadOrigin(const Inode& n, uint64_t off, uint64_t len);
+  Status Truncate(kv::Batch* b, Inode* n, uint64_t size);
+  // Drops one link of `child` from `dir` (entry already removed by the caller).
+  Status DropLink(kv::Batch* b, Inode* child, Ino dir);
+  void DeleteInode(kv::Batch* b, Ino ino);
+  Result<Inode> NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent);
+  Status InitFresh(const ObjectId& commit);  // REQUIRES: no state; writes state and root
+
+  // Commit machinery (workspace_commit.cc).
+  struct Built {
+    ObjectId root;
+    uint64_t bytes = 0, entries = 0;
+    std::map<Ino, std::pair<ObjectId, bool>> new_origins;  // ino -> (id, chunked)
+    std::map<Ino, uint64_t> dirty;                         // as of the snapshot
+  };
+  Result<Built> BuildTrees(const kv::Snapshot* snap, objects::Txn* txn);
+
+  Store& store_;
+  kv::Kv& kv_;
+  Keys keys_;
+  bool ephemeral_;
+  std::mutex mu_;  // serialises operations; lock order: mu_ before Store's internal locks
+  ObjectId base_;
+  uint64_t next_ino_ = 2;
+  uint64_t next_gen_ = 1;
+  std::mutex commit_mu_;  // one commit at a time; taken before mu_
+};
+
+timespec Now();
+
+}  // namespace layerfs::workspace

@@ -1,0 +1,280 @@
+// Workspace without FUSE: inode operations, commits of exactly what was written, and a
+// random-operation test against an in-memory model with every Commit read back.
+#include "workspace/workspace.h"
+
+#include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/xattr.h>
+
+#include <map>
+#include <random>
+
+#include "kv/kv.h"
+
+namespace layerfs::workspace {
+namespace {
+
+class WorkspaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kv_ = kv::NewMemKv();
+    auto st = Store::OpenOnKv(kv_.get(), Policy{});
+    ASSERT_TRUE(st.ok()) << st.status().message();
+    store_ = std::move(*st);
+    Reopen();
+  }
+  void Reopen() {
+    ws_.reset();
+    auto ws = Workspace::Open(*store_, {.read_only = false, .branch = "main", .commit = {}});
+    ASSERT_TRUE(ws.ok()) << ws.status().message();
+    ws_ = std::move(*ws);
+  }
+  Ino Create(Ino dir, const std::string& name, const std::string& data = "") {
+    auto a = ws_->Mknod(dir, name, S_IFREG | 0644, 0, {});
+    EXPECT_TRUE(a.ok()) << a.status().message();
+    if (!data.empty()) {
+      EXPECT_TRUE(ws_->Write(a->ino, 0, data).ok());
+    }
+    return a->ino;
+  }
+  std::string Cat(const ObjectId& commit, const std::string& path) {
+    auto e = store_->Lookup(commit, path);
+    if (!e.ok()) return "<" + e.status().message() + ">";
+    auto d = store_->ReadFile(*e);
+    return d.ok() ? *d : "<" + d.status().message() + ">";
+  }
+  std::unique_ptr<kv::Kv> kv_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Workspace> ws_;
+};
+
+TEST_F(WorkspaceTest, WriteCommitReadBack) {
+  Ino d = ws_->Mkdir(kRootIno, "src", 0755, {})->ino;
+  Create(d, "a.txt", "hello");
+  Ino b = Create(kRootIno, "b.txt", "world");
+  auto c1 = ws_->Commit("one");
+  ASSERT_TRUE(c1.ok()) << c1.status().message();
+  EXPECT_EQ(Cat(*c1, "src/a.txt"), "hello");
+  EXPECT_EQ(Cat(*c1, "b.txt"), "world");
+  ASSERT_TRUE(ws_->Write(b, 2, "RLD!!").ok());
+  auto c2 = ws_->Commit("two");
+  ASSERT_TRUE(c2.ok());
+  EXPECT_EQ(Cat(*c2, "b.txt"), "woRLD!!");
+  EXPECT_EQ(Cat(*c1, "b.txt"), "world");  // history is immutable
+  auto head = store_->BranchHead("main");
+  EXPECT_EQ(**head, *c2);
+  auto info = store_->GetCommit(*c2);
+  EXPECT_EQ(info->logical_bytes, 5u + 7u);
+  EXPECT_EQ(info->files, 3u);
+}
+
+TEST_F(WorkspaceTest, ErrnosMatchPosix) {
+  Ino d = ws_->Mkdir(kRootIno, "d", 0755, {})->ino;
+  Create(d, "f", "x");
+  EXPECT_EQ(ws_->Mkdir(kRootIno, "d", 0755, {}).status().code(), EEXIST);
+  EXPECT_EQ(ws_->Rmdir(kRootIno, "d").code(), ENOTEMPTY);
+  EXPECT_EQ(ws_->Unlink(kRootIno, "d").code(), EISDIR);
+  EXPECT_EQ(ws_->Rmdir(d, "f").code(), ENOTDIR);
+  EXPECT_EQ(ws_->Lookup(kRootIno, "nope").status().code(), ENOENT);
+  EXPECT_EQ(ws_->Lookup(kRootIno, std::string(256, 'a')).status().code(), ENAMETOOLONG);
+  EXPECT_TRUE(ws_->Mknod(kRootIno, std::string(255, 'a'), S_IFREG | 0644, 0, {}).ok());
+  EXPECT_EQ(ws_->Link(d, kRootIno, "dl").status().code(), EPERM);
+  Create(kRootIno, "g", "y");
+  EXPECT_EQ(ws_->Rename(kRootIno, "g", kRootIno, "d", 0).code(), EISDIR);
+  EXPECT_EQ(ws_->Rename(kRootIno, "d", kRootIno, "g", 0).code(), ENOTDIR);
+  EXPECT_EQ(ws_->Rename(kRootIno, "g", d, "f", RENAME_NOREPLACE).code(), EEXIST);
+  EXPECT_EQ(ws_->Rename(kRootIno, "d", d, "sub", 0).code(), EINVAL);
+  EXPECT_TRUE(ws_->Rename(kRootIno, "g", d, "f", RENAME_EXCHANGE).ok());
+  EXPECT_EQ(*ws_->Read(ws_->Lookup(d, "f")->ino, 0, 10), "y");
+  EXPECT_EQ(*ws_->Read(ws_->Lookup(kRootIno, "g")->ino, 0, 10), "x");
+  EXPECT_EQ(ws_->SetXattr(d, "user.k", "v", XATTR_REPLACE).code(), ENODATA);
+  EXPECT_TRUE(ws_->SetXattr(d, "user.k", "v", XATTR_CREATE).ok());
+  EXPECT_EQ(ws_->SetXattr(d, "user.k", "v", XATTR_CREATE).code(), EEXIST);
+  EXPECT_EQ(*ws_->GetXattr(d, "user.k"), "v");
+}
+
+TEST_F(WorkspaceTest, SparseTruncateAndSeek) {
+  Ino f = Create(kRootIno, "sparse");
+  ASSERT_TRUE(ws_->Write(f, 5ull << 30, "tail").ok());
+  EXPECT_EQ(ws_->GetAttr(f)->size, (5ull << 30) + 4);
+  EXPECT_EQ(*ws_->Read(f, 1000, 4), std::string(4, '\0'));
+  EXPECT_EQ(*ws_->Read(f, 5ull << 30, 10), "tail");
+  EXPECT_EQ(*ws_->Lseek(f, 0, SEEK_DATA), (5ull << 30) / kBlockSize * kBlockSize);
+  EXPECT_EQ(*ws_->Lseek(f, 0, SEEK_HOLE), 0u);
+  ASSERT_TRUE(ws_->SetAttr(f, {.size = 10}).ok());
+  EXPECT_EQ(*ws_->Read(f, 0, 100), std::string(10, '\0'));
+  ASSERT_TRUE(ws_->Write(f, 0, "abcdefghij").ok());
+  ASSERT_TRUE(ws_->SetAttr(f, {.size = 3}).ok());
+  ASSERT_TRUE(ws_->SetAttr(f, {.size = 6}).ok());
+  EXPECT_EQ(*ws_->Read(f, 0, 100), std::string("abc\0\0\0", 6));
+}
+
+TEST_F(WorkspaceTest, CopyOnWriteOverCommittedFile) {
+  std::string big(3 << 20, 'q');
+  for (size_t i = 0; i < big.size(); i++) big[i] = static_cast<char>('a' + (i * 7919) % 26);
+  const std::string original = big;
+  Create(kRootIno, "big", big);
+  auto c1 = ws_->Commit("big");
+  ASSERT_TRUE(c1.ok());
+  Reopen();  // a fresh process: committed content, nothing in blocks
+  Ino f = ws_->Lookup(kRootIno, "big")->ino;
+  EXPECT_EQ(*ws_->Read(f, 100000, 50), big.substr(100000, 50));
+  ASSERT_TRUE(ws_->Write(f, 200000, "ZZZZ").ok());
+  big.replace(200000, 4, "ZZZZ");
+  EXPECT_EQ(*ws_->Read(f, 199990, 20), big.substr(199990, 20));
+  auto c2 = ws_->Commit("edit");
+  ASSERT_TRUE(c2.ok());
+  EXPECT_EQ(Cat(*c2, "big"), big);
+  EXPECT_EQ(Cat(*c1, "big"), original);
+  // A fork at the first commit sees the old bytes; its workspace is independent.
+  ASSERT_TRUE(store_->Fork("old", c1->Hex()).ok());
+  auto ws2 = Workspace::Open(*store_, {.read_only = false, .branch = "old", .commit = {}});
+  ASSERT_TRUE(ws2.ok());
+  Ino f2 = (*ws2)->Lookup(kRootIno, "big")->ino;
+  EXPECT_EQ((*ws2)->Read(f2, 200000, 4).value(), original.substr(200000, 4));
+  ASSERT_TRUE((*ws2)->Write(f2, 0, "fork").ok());
+  EXPECT_EQ(*ws_->Read(f, 0, 4), big.substr(0, 4));
+}
+
+TEST_F(WorkspaceTest, UncommittedStateSurvivesReopenAndCommitSeesIt) {
+  Create(kRootIno, "kept", "data");
+  Reopen();
+  auto changes = ws_->Changes();
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->size(), 1u);
+  EXPECT_EQ((*changes)[0].path, "kept");
+  EXPECT_EQ((*changes)[0].change, 'A');
+  auto c = ws_->Commit("later");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(Cat(*c, "kept"), "data");
+  EXPECT_TRUE(ws_->Changes()->empty());
+}
+
+TEST_F(WorkspaceTest, ResetDiscardsChanges) {
+  Create(kRootIno, "a", "1");
+  auto c1 = ws_->Commit("a");
+  Create(kRootIno, "b", "2");
+  ASSERT_TRUE(ws_->Reset(std::nullopt).ok());
+  EXPECT_EQ(ws_->Lookup(kRootIno, "b").status().code(), ENOENT);
+  EXPECT_TRUE(ws_->Lookup(kRootIno, "a").ok());
+  ASSERT_TRUE(ws_->Reset(store_->Resolve("main~1").value()).ok());
+  EXPECT_EQ(ws_->Lookup(kRootIno, "a").status().code(), ENOENT);
+}
+
+// A random sequence of operations on the Workspace and on a std::map model of the tree (paths
+// to contents, "" for directories); every few operations a Commit, and every Commit is read
+// back in full against the model's snapshot at that point.
+TEST_F(WorkspaceTest, RandomOperationsAgainstModel) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    SetUp();
+    std::mt19937 rng(seed);
+    std::map<std::string, std::optional<std::string>> model;  // nullopt = directory
+    std::vector<std::pair<ObjectId, decltype(model)>> commits;
+    auto pick = [&](bool dirs) -> std::string {
+      std::vector<std::string> c;
+      for (auto& [p, v] : model)
+        if (!v.has_value() == dirs) c.push_back(p);
+      if (c.empty()) return "";
+      return c[rng() % c.size()];
+    };
+    auto resolve = [&](const std::string& path) -> Ino {
+      Ino cur = kRootIno;
+      size_t pos = 0;
+      while (pos < path.size()) {
+        size_t e = path.find('/', pos);
+        if (e == std::string::npos) e = path.size();
+        auto a = ws_->Lookup(cur, path.substr(pos, e - pos));
+        if (!a.ok()) return 0;
+        cur = a->ino;
+        pos = e + 1;
+      }
+      return cur;
+    };
+    auto parent_of = [](const std::string& p) { auto s = p.rfind('/'); return s == std::string::npos ? std::string() : p.substr(0, s); };
+    auto base_of = [](const std::string& p) { auto s = p.rfind('/'); return s == std::string::npos ? p : p.substr(s + 1); };
+    for (int op = 0; op < 1500; op++) {
+      int kind = rng() % 10;
+      std::string dir = rng() % 3 ? pick(true) : "";
+      std::string name = "n" + std::to_string(rng() % 12);
+      std::string path = dir.empty() ? name : dir + "/" + name;
+      Ino d = resolve(dir);
+      ASSERT_NE(d, 0u) << dir;
+      if (kind <= 2) {  // create + write
+        std::string data(rng() % 300000, '\0');
+        for (auto& ch : data) ch = static_cast<char>('a' + rng() % 4);
+        auto a = ws_->Mknod(d, name, S_IFREG | 0644, 0, {});
+        if (model.count(path)) { EXPECT_EQ(a.status().code(), EEXIST); continue; }
+        ASSERT_TRUE(a.ok());
+        ASSERT_TRUE(ws_->Write(a->ino, 0, data).ok());
+        model[path] = data;
+      } else if (kind == 3) {
+        auto a = ws_->Mkdir(d, name, 0755, {});
+        if (model.count(path)) { EXPECT_EQ(a.status().code(), EEXIST); continue; }
+        ASSERT_TRUE(a.ok());
+        model[path] = std::nullopt;
+      } else if (kind == 4 || kind == 5) {  // overwrite part of a file
+        std::string f = pick(false);
+        if (f.empty()) continue;
+        Ino ino = resolve(f);
+        uint64_t off = model[f]->empty() ? 0 : rng() % (model[f]->size() + 1000);
+        std::string data(1 + rng() % 70000, static_cast<char>('A' + rng() % 26));
+        ASSERT_TRUE(ws_->Write(ino, off, data).ok());
+        auto& m = *model[f];
+        if (m.size() < off + data.size()) m.resize(off + data.size(), '\0');
+        m.replace(off, data.size(), data);
+      } else if (kind == 6) {  // truncate
+        std::string f = pick(false);
+        if (f.empty()) continue;
+        uint64_t n = rng() % (model[f]->size() + 100);
+        ASSERT_TRUE(ws_->SetAttr(resolve(f), {.size = n}).ok());
+        model[f]->resize(n, '\0');
+      } else if (kind == 7) {  // unlink
+        std::string f = pick(false);
+        if (f.empty()) continue;
+        ASSERT_TRUE(ws_->Unlink(resolve(parent_of(f)), base_of(f)).ok());
+        model.erase(f);
+      } else if (kind == 8) {  // rename a file
+        std::string f = pick(false);
+        if (f.empty() || model.count(path) || f == path) continue;
+        ASSERT_TRUE(ws_->Rename(resolve(parent_of(f)), base_of(f), d, name, 0).ok()) << f << " -> " << path;
+        model[path] = model[f];
+        model.erase(f);
+      } else {  // commit and read back
+        auto c = ws_->Commit("op " + std::to_string(op));
+        ASSERT_TRUE(c.ok()) << c.status().message();
+        commits.emplace_back(*c, model);
+      }
+      // Read back what the workspace holds for one random path.
+      std::string f = pick(false);
+      if (!f.empty()) {
+        Ino ino = resolve(f);
+        auto got = ws_->Read(ino, 0, model[f]->size() + 10);
+        ASSERT_TRUE(got.ok()) << f << ": " << got.status().message();
+        ASSERT_EQ(*got, *model[f]) << "seed " << seed << " op " << op << " " << f;
+      }
+    }
+    for (const auto& [id, m] : commits) {
+      for (const auto& [p, v] : m) {
+        auto e = store_->Lookup(id, p);
+        ASSERT_TRUE(e.ok()) << p << ": " << e.status().message();
+        if (v) {
+          ASSERT_EQ(e->type, EntryType::kFile);
+          auto data = store_->ReadFile(*e);
+          ASSERT_TRUE(data.ok()) << p << ": " << data.status().message();
+          ASSERT_EQ(*data, *v) << p;
+        } else {
+          ASSERT_EQ(e->type, EntryType::kDir);
+        }
+      }
+      auto info = store_->GetCommit(id);
+      ASSERT_TRUE(info.ok());
+      ASSERT_EQ(info->files, m.size());
+    }
+    auto rep = store_->Verify({});
+    ASSERT_TRUE(rep.ok()) << rep.status().message();
+    ASSERT_TRUE(rep->ok()) << rep->problems[0];
+  }
+}
+
+}  // namespace
+}  // namespace layerfs::workspace
