@@ -1,6 +1,7 @@
 // RocksKv: Kv on RocksDB. Tuning (docs/design.md, "Storage engine"): 64 KiB blocks compressed
 // with zstd and a per-file trained dictionary, so small records (deltas, tree listings) compress
-// together; level-19 zstd at the bottom level, where history settles, and fast zstd above.
+// together (a 16 KiB dictionary: each file stores its own, so a larger one costs more than it
+// saves); level-19 zstd at the bottom level, where history settles, and fast zstd above.
 // Universal compaction: every CLI process reopens the database and flushes the recovered WAL
 // into small files; universal compaction merges those (level compaction trivially moved
 // non-overlapping one-key files down and kept them forever, each costing a 4 KiB block) and
@@ -65,7 +66,7 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cac
   o.compression = rocksdb::kZSTD;
   o.compression_opts.level = 3;
   if (history) {
-    o.compression_opts.max_dict_bytes = 64 << 10;
+    o.compression_opts.max_dict_bytes = 16 << 10;
     o.compression_opts.zstd_max_train_bytes = 4 << 20;
     o.compression_opts.max_dict_buffer_bytes = 64 << 20;
     o.bottommost_compression = rocksdb::kZSTD;
@@ -85,6 +86,9 @@ class RocksKv : public Kv {
  public:
   ~RocksKv() override {
     if (!db_) return;  // Open failed
+    // Flush so the WAL is obsolete and deleted: the next open has nothing to recover, and the
+    // closed Store holds no copy of its recent writes in an uncompressed log.
+    (void)Flush();
     for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
     (void)db_->Close();
   }

@@ -1,8 +1,6 @@
 #include "objects/object_store.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "base/coding.h"
@@ -213,10 +211,16 @@ Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t 
   return content;
 }
 
+// Level 19 is affordable on small inputs only; large ones (long files, whose fulls and deltas
+// dominate write time) get a mid level.
+int ObjectStore::LevelFor(size_t input) const {
+  return input < tuning_.small_below ? tuning_.small_level : tuning_.level;
+}
+
 Result<std::string> ObjectStore::EncodeFull(Kind kind, std::string_view content) {
   if (content.size() < tuning_.raw_below)
     return RecordHeader(kind, Encoding::kRaw, 0, content.size(), nullptr).append(content);
-  LFS_ASSIGN(std::string z, codec::Compress(content, tuning_.level));
+  LFS_ASSIGN(std::string z, codec::Compress(content, LevelFor(content.size())));
   if (z.size() >= content.size())
     return RecordHeader(kind, Encoding::kRaw, 0, content.size(), nullptr).append(content);
   return RecordHeader(kind, Encoding::kZstd, 0, content.size(), nullptr).append(z);
@@ -229,8 +233,8 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
   auto hint_info = Info(kind, *hint, txn);
   if (!hint_info.ok()) return EncodeFull(kind, content);  // base gone: store whole
   // Candidate bases: the previous version while its chain has room; at the cap, the keyframes at
-  // the bottom of its chain (depths 0..3), Mercurial sparse-revlog style. The smallest wins; a
-  // full copy wins when no delta is smaller.
+  // the bottom of its chain (depths 0..snapshot_depth), Mercurial sparse-revlog style; the lowest
+  // cost per remaining chain slot wins, a full copy included.
   std::vector<std::pair<ObjectId, uint32_t>> candidates;
   if (hint_info->depth + 1 <= cap) {
     candidates.emplace_back(*hint, hint_info->depth);
@@ -238,7 +242,8 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
     ObjectId cur = *hint;
     RecordInfo ci = *hint_info;
     while (true) {
-      if (ci.depth <= 3 && ci.depth + 1 <= cap) candidates.emplace_back(cur, ci.depth);
+      if (ci.depth <= tuning_.snapshot_depth && ci.depth + 1 <= cap)
+        candidates.emplace_back(cur, ci.depth);
       if (ci.encoding != Encoding::kDelta) break;
       cur = ci.base;
       auto next = Info(kind, cur, txn);
@@ -247,16 +252,20 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
     }
   }
   LFS_ASSIGN(std::string best, EncodeFull(kind, content));
+  // Cost per version the record makes room for: a record at depth d leaves cap - d further deltas
+  // on its chain, so a somewhat larger delta against a shallower base often wins (it keeps the
+  // keyframes fresh instead of deltas against an ever older one). A raw full record shrinks again
+  // under RocksDB's block compression, hence its 9/10.
+  double best_cost = best.size() * 9.0 / 10 / (cap + 1);
   for (const auto& [bid, bdepth] : candidates) {
     auto base_content = Get(kind, bid, txn);
     if (!base_content.ok()) continue;
-    LFS_ASSIGN(std::string delta, codec::EncodeDelta(*base_content, content, tuning_.level));
+    LFS_ASSIGN(std::string delta, codec::EncodeDelta(*base_content, content,
+                                                     LevelFor(base_content->size() + content.size())));
     std::string rec = RecordHeader(kind, Encoding::kDelta, bdepth + 1, content.size(), &bid);
-    // Prefer a delta only when it is clearly smaller than the full record (a raw full record
-    // shrinks again under RocksDB's block compression).
-    if (rec.size() + delta.size() < best.size() * 9 / 10) best = rec.append(delta);
+    double cost = static_cast<double>(rec.size() + delta.size()) / (cap - bdepth);
+    if (cost < best_cost) { best_cost = cost; best = rec.append(delta); }
   }
-  if (getenv("TUNELOG")) { FILE* f = fopen(getenv("TUNELOG"), "a"); fprintf(f, "%s %zu %zu %d %zu\n", KindName(kind), content.size(), best.size(), (int)best[1], candidates.size()); fclose(f); }
   return best;
 }
 

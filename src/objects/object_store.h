@@ -42,8 +42,11 @@ struct RecordInfo {
 Result<RecordInfo> ParseRecord(std::string_view rec, std::string_view* payload = nullptr);
 
 struct Tuning {
-  int level = 3;                  // zstd level for fulls and deltas at write time
-  size_t raw_below = 16 << 10;    // fulls smaller than this are stored raw (RocksDB compresses
+  int level = 9;                  // zstd level for fulls and deltas at write time
+  int small_level = 19;           // ... for inputs (content, or base + content) below small_below
+  size_t small_below = 128 << 10;
+  uint32_t snapshot_depth = 3;    // at the cap: ancestors this shallow are tried as delta bases
+  size_t raw_below = 48 << 10;    // fulls smaller than this are stored raw (RocksDB compresses
                                   // them together, with a dictionary)
   size_t cache_bytes = 512 << 20; // decoded-content LRU
   size_t flush_bytes = 256 << 20; // pending bytes that trigger an automatic Flush()
@@ -102,6 +105,7 @@ class ObjectStore {
  private:
   Result<std::optional<std::string>> ReadRecord(Kind kind, const ObjectId& id, Txn* txn);
   Result<std::string> Decode(Kind kind, const ObjectId& id, uint32_t max_depth, Txn* txn);
+  int LevelFor(size_t input) const;
   Result<std::string> EncodeFull(Kind kind, std::string_view content);
   Result<std::string> ChooseEncoding(Kind kind, std::string_view content,
                                      const std::optional<ObjectId>& base, Txn* txn);
