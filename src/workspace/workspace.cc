@@ -724,7 +724,6 @@ Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data) {
   n.has_blocks = true;
   n.size = std::max(n.size, end);
   n.mtime = n.ctime = Now();
-  if (n.perm & (S_ISUID | S_ISGID)) n.perm &= ~(S_ISUID | S_ISGID);
   im->Put(&b, n);
   im->MarkDirty(&b, ino);
   LFS_TRY(im->Write(b));

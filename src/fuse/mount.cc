@@ -1,0 +1,260 @@
+// Mount: session setup, mount options, the serving thread, and unmount.
+//
+// Unmount never touches the session's /dev/fuse descriptor from another thread while the loop
+// reads it: it flags the session as exited, detaches the mount (the kernel then aborts the
+// connection and the loop's read fails with ENODEV), joins the loop thread, and only then lets
+// fuse_session_unmount close the descriptor. A mount kept busy after the detach (an open file)
+// is aborted through /sys/fs/fuse/connections.
+#include "fuse/mount.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "fuse/ops_table.h"
+
+namespace layerfs::fuse {
+namespace {
+
+constexpr int kInitTimeoutMs = 10'000;
+constexpr auto kDetachGrace = std::chrono::seconds(3);
+
+void Init(void* userdata, fuse_conn_info* conn) noexcept {
+  // Off: atomic_o_trunc (the kernel sends O_TRUNC as setattr), handle_killpriv (the kernel clears
+  // setuid/setgid), writeback cache (the kernel would own O_APPEND and file size), splice reads
+  // (writes are copied into memory anyway), remote locks (the kernel keeps them locally).
+  conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_WRITEBACK_CACHE |
+                  FUSE_CAP_SPLICE_READ | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_DONT_MASK);
+  const unsigned on = FUSE_CAP_READDIRPLUS | FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_CACHE_SYMLINKS |
+                      FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS;
+  conn->want |= conn->capable & on;
+  conn->max_write = kMaxWrite;
+  conn->max_readahead = kMaxReadahead;
+  conn->time_gran = 1;
+  static_cast<Adapter*>(userdata)->SignalInit(true);
+}
+
+const fuse_lowlevel_ops& Ops() {
+  static const fuse_lowlevel_ops ops = [] {
+    fuse_lowlevel_ops o{};
+    o.init = Init;
+    AddEntryOps(o);
+    AddFileOps(o);
+    AddDirOps(o);
+    AddXattrOps(o);
+    return o;
+  }();
+  return ops;
+}
+
+void LogToSpdlog(fuse_log_level level, const char* fmt, va_list ap) {
+  char buf[1024];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  std::string_view msg(buf);
+  while (!msg.empty() && msg.back() == '\n') msg.remove_suffix(1);
+  auto lvl = level <= FUSE_LOG_ERR ? spdlog::level::err
+             : level <= FUSE_LOG_WARNING ? spdlog::level::warn
+             : level <= FUSE_LOG_INFO ? spdlog::level::info
+                                      : spdlog::level::debug;
+  spdlog::log(lvl, "fuse: {}", msg);
+}
+
+// fuse_opt treats ',' as a separator and '\' as an escape.
+std::string Escape(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == ',' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string OptionString(const MountOptions& o, bool read_only) {
+  std::string s = "default_permissions,fsname=" + Escape(o.fsname.empty() ? "layerfs" : o.fsname) +
+                  ",subtype=layerfs";
+  if (o.allow_other) s += ",allow_other";
+  if (read_only) s += ",ro";
+  return s;
+}
+
+// Lazy unmount: the mount disappears from the namespace now and the kernel aborts the
+// connection once nothing on it is in use.
+Status Detach(const std::string& mountpoint) {
+  if (geteuid() == 0) {
+    if (umount2(mountpoint.c_str(), MNT_DETACH) == 0) return Status::Ok();
+    return Status::Errorf(errno, "umount2 {}: {}", mountpoint, strerror(errno));
+  }
+  pid_t pid = fork();
+  if (pid < 0) return Status::Errorf(errno, "fork: {}", strerror(errno));
+  if (pid == 0) {
+    execlp("fusermount3", "fusermount3", "-u", "-z", "-q", "--", mountpoint.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return Status::Ok();
+  return Status::Errorf(EIO, "fusermount3 -u -z {} failed", mountpoint);
+}
+
+// Severs the connection of the mount that had device `dev` (the fusectl file system).
+bool Abort(dev_t dev) {
+  const std::string path = fmt::format("/sys/fs/fuse/connections/{}/abort", minor(dev));
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && geteuid() == 0 &&
+      mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, nullptr) == 0) {
+    fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);  // fusectl was not mounted (systemd mounts it)
+  }
+  if (fd < 0) return false;
+  bool ok = write(fd, "1", 1) == 1;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+struct Mount::State {
+  std::unique_ptr<Adapter> ad;
+  fuse_session* se = nullptr;
+  bool multithreaded = false;
+  dev_t dev = 0;
+  std::thread loop;
+  std::atomic<bool> serving{false};
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  bool loop_done = false;
+  std::mutex unmount_mu;
+  bool unmounted = false;
+
+  void Serve() {
+    sigset_t set;  // signals belong to the process's main thread
+    sigfillset(&set);
+    for (int keep : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigdelset(&set, keep);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    int rc;
+    if (multithreaded) {
+      fuse_loop_config* cfg = fuse_loop_cfg_create();
+      fuse_loop_cfg_set_max_threads(cfg, 16);
+      fuse_loop_cfg_set_clone_fd(cfg, 0);
+      rc = fuse_session_loop_mt(se, cfg);
+      fuse_loop_cfg_destroy(cfg);
+    } else {
+      rc = fuse_session_loop(se);
+    }
+    if (rc != 0) spdlog::debug("fuse loop ended: {}", rc);
+    serving.store(false);
+    ad->SignalInit(false);  // a loop that ended before the handshake fails Start
+    {
+      std::lock_guard lock(done_mu);
+      loop_done = true;
+    }
+    done_cv.notify_all();
+  }
+};
+
+Mount::Mount() : st_(std::make_unique<State>()) {}
+
+Mount::~Mount() {
+  Status s = Unmount();
+  if (!s.ok()) spdlog::warn("unmount {}: {}", mountpoint_, s.ToString());
+}
+
+Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std::string& mountpoint,
+                                            const MountOptions& o) {
+  static std::once_flag log_once;
+  std::call_once(log_once, [] { fuse_set_log_func(LogToSpdlog); });
+
+  char real[PATH_MAX];
+  if (realpath(mountpoint.c_str(), real) == nullptr) {
+    return Status::Errorf(errno, "mountpoint {}: {}", mountpoint, strerror(errno));
+  }
+  struct stat mst {};
+  if (stat(real, &mst) != 0 || !S_ISDIR(mst.st_mode)) {
+    return Status::Errorf(ENOTDIR, "mountpoint {} is not a directory", mountpoint);
+  }
+
+  std::unique_ptr<Mount> m(new Mount());
+  m->mountpoint_ = real;
+  State& st = *m->st_;
+  const bool ro = o.read_only || ws->read_only();
+  st.ad = std::make_unique<Adapter>(ws, o);
+  st.multithreaded = o.multithreaded;
+
+  std::vector<std::string> argv_s = {"layerfs", "-o", OptionString(o, ro)};
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  st.se = fuse_session_new(&args, &Ops(), sizeof(fuse_lowlevel_ops), st.ad.get());
+  fuse_opt_free_args(&args);
+  if (st.se == nullptr) return Status::Errorf(EINVAL, "fuse_session_new failed for {}", mountpoint);
+  if (fuse_session_mount(st.se, real) != 0) {
+    fuse_session_destroy(st.se);
+    st.se = nullptr;
+    st.unmounted = true;
+    return Status::Errorf(EIO, "cannot mount {} (see the fuse log)", mountpoint);
+  }
+  st.serving.store(true);
+  st.loop = std::thread([&st] { st.Serve(); });
+  if (!st.ad->WaitInit(kInitTimeoutMs)) {
+    Status s = m->Unmount();
+    return Status::Errorf(EIO, "mount {}: no FUSE handshake{}", mountpoint, s.ok() ? "" : ": " + s.ToString());
+  }
+  // Only now: any request on the mount (even stat of its root) waits for the handshake.
+  struct stat mounted {};
+  if (stat(real, &mounted) == 0) st.dev = mounted.st_dev;
+  return m;
+}
+
+Status Mount::Unmount() {
+  State& st = *st_;
+  std::lock_guard lock(st.unmount_mu);
+  if (st.unmounted) return Status::Ok();
+  st.unmounted = true;
+  Status result;
+  fuse_session_exit(st.se);
+  if (st.serving.load()) {
+    Status d = Detach(mountpoint_);
+    if (!d.ok()) result = d;
+  }
+  {
+    std::unique_lock dl(st.done_mu);
+    if (!st.done_cv.wait_for(dl, kDetachGrace, [&] { return st.loop_done; })) {
+      dl.unlock();
+      // Still in use after the detach: cut the connection so the loop's read returns.
+      if (!Abort(st.dev)) spdlog::warn("{} is busy and fusectl is unavailable; waiting", mountpoint_);
+      dl.lock();
+      st.done_cv.wait(dl, [&] { return st.loop_done; });
+    }
+  }
+  if (st.loop.joinable()) st.loop.join();
+  // A loop that stopped on the exit flag (after the detach, with the mount still in use) leaves
+  // the connection up; cut it first, so fuse_session_unmount only closes the descriptor rather
+  // than unmounting a path that may be something else by now.
+  pollfd pfd{.fd = fuse_session_fd(st.se), .events = 0, .revents = 0};
+  if (pfd.fd >= 0 && poll(&pfd, 1, 0) == 0) Abort(st.dev);
+  fuse_session_unmount(st.se);
+  fuse_session_destroy(st.se);
+  st.se = nullptr;
+  return result;
+}
+
+bool Mount::serving() const { return st_->serving.load(); }
+
+size_t Mount::open_handles() const { return st_->ad ? st_->ad->open_handles.load() : 0; }
+
+}  // namespace layerfs::fuse

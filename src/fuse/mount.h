@@ -1,0 +1,51 @@
+// Mount: one FUSE session serving one Workspace at one mountpoint, on its own thread.
+//
+// The adapter translates libfuse low-level requests into Workspace operations on stable inode
+// numbers (the root is 1 = FUSE_ROOT_ID). The kernel checks permissions (default_permissions)
+// and handles locks (flock, fcntl) locally; O_APPEND and O_TRUNC are the kernel's too (no
+// writeback cache, no atomic_o_trunc). This header does not include fuse_lowlevel.h.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "layerfs/status.h"
+
+namespace layerfs::workspace { class Workspace; }
+
+namespace layerfs::fuse {
+
+struct MountOptions {
+  bool read_only = false;
+  bool allow_other = false;
+  bool multithreaded = false;
+  std::string fsname = "layerfs";
+};
+
+class Mount {
+ public:
+  // Mounts `ws` (not owned; must outlive the Mount) at `mountpoint`, starts serving, returns once
+  // the kernel has completed the FUSE handshake.
+  static Result<std::unique_ptr<Mount>> Start(workspace::Workspace* ws, const std::string& mountpoint,
+                                              const MountOptions& o);
+  ~Mount();
+  Mount(const Mount&) = delete;
+  Mount& operator=(const Mount&) = delete;
+
+  // Detaches the mount, stops the loop and joins its thread. Idempotent.
+  Status Unmount();
+  // False once the kernel unmounted us (e.g. fusermount3 -u) and the loop ended.
+  bool serving() const;
+  // Files and directories the kernel has open on this mount.
+  size_t open_handles() const;
+  const std::string& mountpoint() const { return mountpoint_; }
+
+ private:
+  Mount();
+  struct State;
+  std::unique_ptr<State> st_;
+  std::string mountpoint_;
+};
+
+}  // namespace layerfs::fuse

@@ -1,0 +1,177 @@
+// Open files: open, create, read, write, write_buf, flush, release, fsync, fallocate, lseek.
+// Locks (flock, fcntl) are not implemented, so the kernel keeps them locally.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "fuse/ops_table.h"
+
+namespace layerfs::fuse {
+namespace {
+
+// Page cache kept across opens for readers. Every write and truncate comes through the kernel
+// (the daemon is the only writer), and auto_inval_data drops pages when mtime or size change.
+void SetOpenFlags(fuse_file_info* fi) {
+  fi->keep_cache = (fi->flags & O_ACCMODE) == O_RDONLY && !(fi->flags & O_TRUNC);
+  fi->direct_io = 0;
+  fi->fh = 0;
+}
+
+int DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Adapter& ad = Ctx(req);
+  auto a = ad.ws->GetAttr(ino);
+  if (!a.ok()) return Errno(a.status());
+  if (S_ISDIR(a->mode)) return EISDIR;
+  // O_TRUNC arrives as a separate setattr (atomic_o_trunc is off); O_APPEND is the kernel's.
+  SetOpenFlags(fi);
+  ad.open_handles.fetch_add(1);
+  if (fuse_reply_open(req, fi) != 0) ad.open_handles.fetch_sub(1);
+  return 0;
+}
+
+void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
+  Run(req, [&] { return DoOpen(req, ino, fi); });
+}
+
+int DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  Adapter& ad = Ctx(req);
+  const uint32_t perm = mode & 07777 & ~fuse_req_ctx(req)->umask;
+  auto a = ad.ws->Mknod(parent, name, S_IFREG | perm, 0, CallerOf(req));
+  if (!a.ok() && a.status().code() == EEXIST && !(fi->flags & O_EXCL)) {
+    // Created by someone else since the kernel's lookup: open the existing file.
+    a = ad.ws->Lookup(parent, name);
+    if (a.ok() && S_ISDIR(a->mode)) return EISDIR;
+    if (a.ok() && (fi->flags & O_TRUNC) && a->size != 0) {
+      workspace::AttrChange ch;
+      ch.size = 0;
+      a = ad.ws->SetAttr(a->ino, ch);
+    }
+  }
+  if (!a.ok()) return Errno(a.status());
+  SetOpenFlags(fi);
+  return ReplyCreate(ad, req, *a, fi);
+}
+
+void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) noexcept {
+  Run(req, [&] { return DoCreate(req, parent, name, mode, fi); });
+}
+
+void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) noexcept {
+  Run(req, [&] {
+    if (off < 0) return EINVAL;
+    auto data = Ctx(req).ws->Read(ino, static_cast<uint64_t>(off), size);
+    if (!data.ok()) return Errno(data.status());
+    fuse_reply_buf(req, data->data(), data->size());
+    return 0;
+  });
+}
+
+int DoWrite(fuse_req_t req, fuse_ino_t ino, std::string_view data, off_t off) {
+  if (off < 0) return EINVAL;
+  auto n = Ctx(req).ws->Write(ino, static_cast<uint64_t>(off), data);
+  if (!n.ok()) return Errno(n.status());
+  fuse_reply_write(req, *n);
+  return 0;
+}
+
+void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info*) noexcept {
+  Run(req, [&] { return DoWrite(req, ino, std::string_view(buf, size), off); });
+}
+
+int DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off) {
+  const size_t size = fuse_buf_size(in);
+  const fuse_buf& first = in->buf[in->idx];
+  if (in->count - in->idx == 1 && !(first.flags & FUSE_BUF_IS_FD)) {
+    return DoWrite(req, ino, std::string_view(static_cast<const char*>(first.mem) + in->off, size), off);
+  }
+  std::string data(size, '\0');  // a pipe or several pieces: gather into memory
+  fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+  dst.buf[0].mem = data.data();
+  ssize_t got = fuse_buf_copy(&dst, in, fuse_buf_copy_flags{});
+  if (got < 0) return static_cast<int>(-got);
+  data.resize(static_cast<size_t>(got));
+  return DoWrite(req, ino, data, off);
+}
+
+void WriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off, fuse_file_info*) noexcept {
+  Run(req, [&] { return DoWriteBuf(req, ino, in, off); });
+}
+
+void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) noexcept {
+  fuse_reply_err(req, 0);  // writes are already in the Workspace
+}
+
+void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) noexcept {
+  Ctx(req).open_handles.fetch_sub(1);
+  fuse_reply_err(req, 0);
+}
+
+void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) noexcept {
+  Run(req, [&] {
+    Status s = Ctx(req).ws->Fsync(ino, datasync != 0);
+    if (!s.ok()) return Errno(s);
+    fuse_reply_err(req, 0);
+    return 0;
+  });
+}
+
+void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, fuse_file_info*) noexcept {
+  Run(req, [&] {
+    if (off < 0 || len <= 0) return EINVAL;
+    Status s = Ctx(req).ws->Fallocate(ino, mode, static_cast<uint64_t>(off), static_cast<uint64_t>(len));
+    if (!s.ok()) return Errno(s);
+    fuse_reply_err(req, 0);
+    return 0;
+  });
+}
+
+// The kernel resolves SEEK_SET, SEEK_CUR and SEEK_END itself and sends only SEEK_DATA and
+// SEEK_HOLE; the others are answered as the kernel would, in case one arrives.
+int DoLseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence) {
+  Adapter& ad = Ctx(req);
+  if (off < 0 && whence != SEEK_END) return EINVAL;
+  switch (whence) {
+    case SEEK_DATA:
+    case SEEK_HOLE: {
+      auto r = ad.ws->Lseek(ino, static_cast<uint64_t>(off), whence);
+      if (!r.ok()) return Errno(r.status());
+      fuse_reply_lseek(req, static_cast<off_t>(*r));
+      return 0;
+    }
+    case SEEK_SET:
+      fuse_reply_lseek(req, off);
+      return 0;
+    case SEEK_END: {
+      auto a = ad.ws->GetAttr(ino);
+      if (!a.ok()) return Errno(a.status());
+      const off_t pos = static_cast<off_t>(a->size) + off;
+      if (pos < 0) return EINVAL;
+      fuse_reply_lseek(req, pos);
+      return 0;
+    }
+    default:
+      return EINVAL;
+  }
+}
+
+void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info*) noexcept {
+  Run(req, [&] { return DoLseek(req, ino, off, whence); });
+}
+
+}  // namespace
+
+void AddFileOps(fuse_lowlevel_ops& ops) {
+  ops.open = Open;
+  ops.create = Create;
+  ops.read = Read;
+  ops.write = Write;
+  ops.write_buf = WriteBuf;
+  ops.flush = Flush;
+  ops.release = Release;
+  ops.fsync = Fsync;
+  ops.fallocate = Fallocate;
+  ops.lseek = Lseek;
+}
+
+}  // namespace layerfs::fuse

@@ -1,0 +1,94 @@
+// Internal to the FUSE adapter: the per-mount context every callback reaches through
+// fuse_req_userdata, the reply helpers, and the tables of low-level operations, one file per
+// group (ops_entry.cc, ops_file.cc, ops_dir.cc, ops_xattr.cc).
+//
+// Every callback is a noexcept trampoline: its body returns 0 after it has replied, or an errno
+// for Run() to reply with; exceptions become ENOMEM (bad_alloc) or EIO. A body replies last, so
+// each request is answered exactly once.
+#pragma once
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+
+#include "fuse/mount.h"
+#include "workspace/workspace.h"
+
+namespace layerfs::fuse {
+
+using workspace::Ino;
+
+// The daemon is the only writer, so the kernel may cache names and attributes briefly.
+constexpr double kAttrTimeout = 1.0;
+constexpr double kEntryTimeout = 1.0;
+constexpr unsigned kMaxWrite = 1 << 20;
+constexpr unsigned kMaxReadahead = 1 << 20;
+
+struct Adapter {
+  Adapter(workspace::Workspace* w, MountOptions o) : ws(w), opts(std::move(o)) {}
+
+  workspace::Workspace* ws;
+  MountOptions opts;
+  std::atomic<size_t> open_handles{0};
+
+  // Lookup counts: every entry the kernel is told about counts one; forget subtracts. At zero
+  // the Workspace may drop the inode (and free an unlinked file's data).
+  void AddLookup(Ino ino, uint64_t n);
+  void Forget(Ino ino, uint64_t n);
+  size_t tracked_inodes();
+
+  // Parent of a directory the kernel has seen, for the ".." entry of readdir.
+  void SetParent(Ino dir, Ino parent);
+  Ino ParentOf(Ino dir);
+
+  // The FUSE_INIT handshake, so Mount::Start returns once the kernel can send requests.
+  void SignalInit(bool ok);
+  bool WaitInit(int timeout_ms);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<Ino, uint64_t> lookups_;
+  std::unordered_map<Ino, Ino> parents_;
+  std::mutex init_mu_;
+  std::condition_variable init_cv_;
+  bool init_signalled_ = false, init_ok_ = false;
+};
+
+inline Adapter& Ctx(fuse_req_t req) { return *static_cast<Adapter*>(fuse_req_userdata(req)); }
+
+// The errno of a failed Status (EIO if it carries none).
+int Errno(const Status& s);
+struct stat ToStat(const workspace::Attr& a);
+workspace::Caller CallerOf(fuse_req_t req);
+timespec Now();
+
+// Replies with an entry and counts the lookup (undone if the kernel did not take the reply).
+int ReplyEntry(Adapter& ad, fuse_req_t req, const workspace::Attr& a);
+int ReplyCreate(Adapter& ad, fuse_req_t req, const workspace::Attr& a, const fuse_file_info* fi);
+int ReplyAttr(fuse_req_t req, const workspace::Attr& a);
+
+template <typename Body>
+void Run(fuse_req_t req, Body&& body) noexcept {
+  int err;
+  try {
+    err = body();
+  } catch (const std::bad_alloc&) {
+    err = ENOMEM;
+  } catch (...) {
+    err = EIO;
+  }
+  if (err != 0) fuse_reply_err(req, err);
+}
+
+void AddEntryOps(fuse_lowlevel_ops& ops);
+void AddFileOps(fuse_lowlevel_ops& ops);
+void AddDirOps(fuse_lowlevel_ops& ops);
+void AddXattrOps(fuse_lowlevel_ops& ops);  // and statfs
+
+}  // namespace layerfs::fuse
