@@ -32,7 +32,7 @@ json EntryJson(const TreeEntry& e) {
   return j;
 }
 
-void PrintDiff(const std::vector<DiffEntry>& d, bool stat, bool as_json) {
+void PrintDiff(Context& ctx, const std::vector<DiffEntry>& d, bool stat, bool as_json) {
   if (as_json) {
     json arr = json::array();
     for (const auto& e : d) {
@@ -41,7 +41,7 @@ void PrintDiff(const std::vector<DiffEntry>& d, bool stat, bool as_json) {
       if (e.after) j["after"] = EntryJson(*e.after);
       arr.push_back(j);
     }
-    std::printf("%s\n", arr.dump(2).c_str());
+    ctx.Printf("%s\n", arr.dump(2).c_str());
     return;
   }
   size_t counts[256] = {};
@@ -50,13 +50,13 @@ void PrintDiff(const std::vector<DiffEntry>& d, bool stat, bool as_json) {
     if (stat) {
       int64_t before = e.before ? static_cast<int64_t>(e.before->size) : 0;
       int64_t after = e.after ? static_cast<int64_t>(e.after->size) : 0;
-      std::printf("%c %-60s %+ld bytes\n", e.change, e.path.c_str(), after - before);
+      ctx.Printf("%c %-60s %+ld bytes\n", e.change, e.path.c_str(), after - before);
     } else {
-      std::printf("%c\t%s\n", e.change, e.path.c_str());
+      ctx.Printf("%c\t%s\n", e.change, e.path.c_str());
     }
   }
   if (stat)
-    std::printf("%zu paths changed: %zu added, %zu removed, %zu modified, %zu type changed, %zu attributes changed\n",
+    ctx.Printf("%zu paths changed: %zu added, %zu removed, %zu modified, %zu type changed, %zu attributes changed\n",
                 d.size(), counts['A'], counts['D'], counts['M'], counts['T'], counts['P']);
 }
 
@@ -73,16 +73,16 @@ void AddHistoryVerbs(CLI::App& app, Context& ctx) {
     c->add_option("-n,--max-count", *limit, "At most N commits");
     c->callback([&ctx, ref, as_json, limit] {
       ctx.run = [&ctx, ref, as_json, limit]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
         LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
         LFS_ASSIGN(auto log, st->Log(id, *limit));
         if (*as_json) {
           json arr = json::array();
           for (const auto& e : log) arr.push_back(CommitJson(e));
-          std::printf("%s\n", arr.dump(2).c_str());
+          ctx.Printf("%s\n", arr.dump(2).c_str());
         } else {
           for (const auto& e : log)
-            std::printf("%s %s %s\n", e.id.Hex().c_str(), FormatTime(e.time_sec).c_str(), e.message.c_str());
+            ctx.Printf("%s %s %s\n", e.id.Hex().c_str(), FormatTime(e.time_sec).c_str(), e.message.c_str());
         }
         return Status::Ok();
       };
@@ -96,7 +96,7 @@ void AddHistoryVerbs(CLI::App& app, Context& ctx) {
     c->add_flag("--json", *as_json, "Print JSON");
     c->callback([&ctx, ref, as_json] {
       ctx.run = [&ctx, ref, as_json]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
         LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
         LFS_ASSIGN(auto c, st->GetCommit(id));
         std::vector<DiffEntry> changes;
@@ -108,14 +108,14 @@ void AddHistoryVerbs(CLI::App& app, Context& ctx) {
           json ch = json::array();
           for (const auto& e : changes) ch.push_back({{"path", e.path}, {"change", std::string(1, e.change)}});
           j["changes"] = ch;
-          std::printf("%s\n", j.dump(2).c_str());
+          ctx.Printf("%s\n", j.dump(2).c_str());
           return Status::Ok();
         }
-        std::printf("commit %s\n", c.id.Hex().c_str());
-        for (const auto& p : c.parents) std::printf("parent %s\n", p.Hex().c_str());
-        std::printf("tree   %s\ndate   %s\nfiles  %lu, %lu bytes\n\n    %s\n\n", c.root.Hex().c_str(),
+        ctx.Printf("commit %s\n", c.id.Hex().c_str());
+        for (const auto& p : c.parents) ctx.Printf("parent %s\n", p.Hex().c_str());
+        ctx.Printf("tree   %s\ndate   %s\nfiles  %lu, %lu bytes\n\n    %s\n\n", c.root.Hex().c_str(),
                     FormatTime(c.time_sec).c_str(), c.files, c.logical_bytes, c.message.c_str());
-        PrintDiff(changes, false, false);
+        PrintDiff(ctx, changes, false, false);
         return Status::Ok();
       };
     });
@@ -132,11 +132,11 @@ void AddHistoryVerbs(CLI::App& app, Context& ctx) {
     c->add_flag("--json", *as_json, "Print a JSON array");
     c->callback([&ctx, a, b, stat, as_json] {
       ctx.run = [&ctx, a, b, stat, as_json]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
         LFS_ASSIGN(ObjectId ia, st->Resolve(*a));
         LFS_ASSIGN(ObjectId ib, st->Resolve(*b));
         LFS_ASSIGN(auto d, st->Diff(ia, ib));
-        PrintDiff(d, *stat, *as_json);
+        PrintDiff(ctx, d, *stat, *as_json);
         return Status::Ok();
       };
     });
@@ -149,7 +149,7 @@ void AddHistoryVerbs(CLI::App& app, Context& ctx) {
       ctx.run = [&ctx, spec]() -> Status {
         auto colon = spec->find(':');
         if (colon == std::string::npos) return Status::Invalid(fmt::format("'{}' is not COMMIT:PATH", *spec));
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
         LFS_ASSIGN(ObjectId id, st->Resolve(spec->substr(0, colon)));
         std::string path = spec->substr(colon + 1);
         LFS_ASSIGN(auto e, st->Lookup(id, path));
@@ -160,14 +160,7 @@ void AddHistoryVerbs(CLI::App& app, Context& ctx) {
         else {
           LFS_ASSIGN(data, st->ReadFile(e));
         }
-        for (std::string_view v = data; !v.empty();) {
-          ssize_t n = write(1, v.data(), v.size());
-          if (n < 0) {
-            if (errno == EINTR) continue;
-            return Status::Errorf(errno, "write: {}", strerror(errno));
-          }
-          v.remove_prefix(n);
-        }
+        ctx.out += data;
         return Status::Ok();
       };
     });
@@ -180,18 +173,19 @@ void AddHistoryVerbs(CLI::App& app, Context& ctx) {
     c->add_option("DIR", *dir, "Target directory")->required();
     c->callback([&ctx, ref, dir] {
       ctx.run = [&ctx, ref, dir]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
         LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
+        std::string target = ctx.Abs(*dir);
         struct stat sb;
-        if (lstat(dir->c_str(), &sb) == 0) {
+        if (lstat(target.c_str(), &sb) == 0) {
           if (!S_ISDIR(sb.st_mode)) return Status::Error(ENOTDIR, fmt::format("{} is not a directory", *dir));
-          std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir->c_str()), closedir);
+          std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(target.c_str()), closedir);
           if (!d) return Status::Errorf(errno, "open {}: {}", *dir, strerror(errno));
           while (dirent* e = readdir(d.get()))
             if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
               return Status::Exists(fmt::format("{} is not empty", *dir));
         }
-        return st->Export(id, *dir);
+        return st->Export(id, target);
       };
     });
   }

@@ -1,49 +1,132 @@
+// layerfs: runs a verb here, or forwards it to the layerfsd that holds the Store (starting one
+// for `mount`). Prints the verb's output; a failure is one line "layerfs: ..." and exit 1.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "cli/cli.h"
+#include "control/protocol.h"
 
-namespace layerfs::cli {
+namespace {
 
-Result<std::unique_ptr<Store>> Context::OpenStore() {
-  if (store_path.empty()) {
-    if (const char* env = getenv("LAYERFS_STORE")) store_path = env;
+using namespace layerfs;
+
+std::string SelfDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = 0;
+  std::string p = buf;
+  return p.substr(0, p.rfind('/'));
+}
+
+std::string DaemonPath() {
+  if (const char* env = getenv("LAYERFSD")) return env;
+  std::string beside = SelfDir() + "/layerfsd";
+  if (access(beside.c_str(), X_OK) == 0) return beside;
+  return "layerfsd";
+}
+
+int Emit(const std::string& out, const std::string& err, int code) {
+  fwrite(out.data(), 1, out.size(), stdout);
+  fwrite(err.data(), 1, err.size(), stderr);
+  return code;
+}
+
+int Fail(const std::string& msg, int code = 1) { return Emit("", "layerfs: " + msg + "\n", code); }
+
+// Starts layerfsd for `store` and waits until it answers (it daemonises itself).
+Status StartDaemon(const std::string& store) {
+  pid_t pid = fork();
+  if (pid < 0) return Status::Errorf(errno, "fork: {}", strerror(errno));
+  if (pid == 0) {
+    std::string d = DaemonPath();
+    execlp(d.c_str(), d.c_str(), "--store", store.c_str(), static_cast<char*>(nullptr));
+    fprintf(stderr, "layerfs: cannot run %s: %s\n", d.c_str(), strerror(errno));
+    _exit(127);
   }
-  if (store_path.empty()) return Status::Invalid("no store given: use --store PATH or set LAYERFS_STORE");
-  return Store::Open(store_path);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return Status::Error(EIO, "layerfsd failed to start");
+  for (int i = 0; i < 200; i++) {
+    if (control::DaemonRunning(store)) return Status::Ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return Status::Error(ETIMEDOUT, "layerfsd did not answer");
 }
 
-std::string FormatTime(int64_t sec) {
-  time_t t = sec;
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  char buf[64];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace layerfs::cli
+}  // namespace
 
 int main(int argc, char** argv) {
-  using namespace layerfs::cli;
-  CLI::App app{"layerfs: a versioned filesystem for agent workspaces"};
-  app.require_subcommand(1);
-  Context ctx;
-  app.add_option("--store", ctx.store_path, "Store directory (default: $LAYERFS_STORE)");
-  AddStoreVerbs(app, ctx);
-  AddHistoryVerbs(app, ctx);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "layerfs: %s\n", e.what());
-    return 2;
+  std::vector<std::string> args(argv, argv + argc);
+  char cwd[PATH_MAX];
+  cli::Context ctx;
+  ctx.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/";
+  // A first pass parses the command line here: usage errors and --help never need a daemon,
+  // and it tells the verb and the store.
+  std::string verb, store;
+  bool foreground = false;
+  {
+    cli::Context probe;
+    probe.cwd = ctx.cwd;
+    CLI::App app;
+    app.require_subcommand(1);
+    std::string store_opt;
+    app.add_option("--store", store_opt);
+    cli::AddAllVerbs(app, probe);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) return app.exit(e);
+      return Fail(e.what(), 2);
+    }
+    verb = app.get_subcommands().at(0)->get_name();
+    if (verb == "mount") foreground = app.get_subcommand("mount")->get_option("-f")->as<bool>();
+    store = store_opt;
   }
-  if (!ctx.run) return 2;
-  layerfs::Status s = ctx.run();
-  if (!s.ok()) {
-    std::fprintf(stderr, "layerfs: %s\n", s.message().c_str());
-    return 1;
+  if (store.empty()) {
+    if (const char* env = getenv("LAYERFS_STORE")) store = env;
   }
-  return 0;
+  if (store.empty() && verb != "init") {
+    // A verb on a mount finds its Store from the mount.
+    for (size_t i = 2; i < args.size() && store.empty(); i++)
+      if (args[i][0] != '-') store = cli::StoreOfMount(args[i]);
+    if (store.empty()) store = cli::StoreOfMount(ctx.cwd);
+  }
+  if (!store.empty()) {
+    char real[PATH_MAX];
+    if (realpath(store.c_str(), real)) store = real;
+  }
+  ctx.store_path = store;
+  if (verb != "init" && !store.empty()) {
+    bool running = control::DaemonRunning(store);
+    if (!running && verb == "mount") {
+      if (foreground) {
+        // Become the daemon, with the mount as its first request.
+        std::string d = DaemonPath();
+        std::vector<std::string> dargs = {d, "--store", store, "-f", "--then"};
+        for (int i = 1; i < argc; i++) dargs.push_back(argv[i]);
+        std::vector<char*> cargs;
+        for (auto& a : dargs) cargs.push_back(a.data());
+        cargs.push_back(nullptr);
+        execvp(d.c_str(), cargs.data());
+        return Fail(fmt::format("cannot run {}: {}", d, strerror(errno)));
+      }
+      Status s = StartDaemon(store);
+      if (!s.ok()) return Fail(s.message());
+      running = true;
+    }
+    if (running) {
+      auto resp = control::Call(store, {args, ctx.cwd});
+      if (resp.ok()) return Emit(resp->out, resp->err, resp->exit);
+      if (verb == "mount") return Fail(resp.status().message());
+      // The daemon went away between the check and the call: run here.
+    }
+  }
+  int code = cli::RunVerbs(ctx, args);
+  return Emit(ctx.out, ctx.err, code);
 }

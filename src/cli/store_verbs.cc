@@ -46,19 +46,19 @@ void AddStoreVerbs(CLI::App& app, Context& ctx) {
     c->add_option("--from", *from, "Directory to make the first Commit");
     c->add_option("-m,--message", *msg, "Message of the first Commit");
     c->callback([&ctx, path, policy, from, msg] {
-      ctx.run = [=]() -> Status {
+      ctx.run = [&ctx, path, policy, from, msg]() -> Status {
         LFS_ASSIGN(Policy p, Policy::Parse(*policy));
         if (!from->empty()) {
           struct stat sb;
           if (stat(from->c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
             return Status::NotFound(fmt::format("--from {}: not a directory", *from));
         }
-        LFS_ASSIGN(auto st, Store::Create(*path, p));
+        LFS_ASSIGN(auto st, Store::Create(ctx.Abs(*path), p));
         if (!from->empty()) {
           ImportOptions o;
           o.message = msg->empty() ? "initial import" : *msg;
-          LFS_ASSIGN(ObjectId id, st->Import(*from, o));
-          std::printf("%s\n", id.Hex().c_str());
+          LFS_ASSIGN(ObjectId id, st->Import(ctx.Abs(*from), o));
+          ctx.Printf("%s\n", id.Hex().c_str());
         }
         return Status::Ok();
       };
@@ -75,12 +75,18 @@ void AddStoreVerbs(CLI::App& app, Context& ctx) {
     c->add_flag("-v,--verbose", *verbose, "Print what was hashed and stored");
     c->callback([&ctx, dir, opts, verbose] {
       ctx.run = [&ctx, dir, opts, verbose]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
+        if (ctx.mounts) {
+          if (auto mp = ctx.mounts->MountpointOf(opts->branch))
+            return Status::Error(EBUSY, fmt::format("branch '{}' is mounted at {}; commit there instead", opts->branch, *mp));
+        }
         ImportStats stats;
-        LFS_ASSIGN(ObjectId id, st->Import(*dir, *opts, &stats));
-        std::printf("%s\n", id.Hex().c_str());
+        LFS_ASSIGN(ObjectId id, st->Import(ctx.Abs(*dir), *opts, &stats));
+        LFS_ASSIGN(auto* reg, ctx.Workspaces());
+        reg->Drop(opts->branch);
+        ctx.Printf("%s\n", id.Hex().c_str());
         if (*verbose)
-          std::fprintf(stderr, "files %lu, dirs %lu, hashed %lu, unchanged by stat %lu, objects added %lu (%lu bytes)\n",
+          ctx.Eprintf("files %lu, dirs %lu, hashed %lu, unchanged by stat %lu, objects added %lu (%lu bytes)\n",
                        stats.files, stats.dirs, stats.hashed, stats.stat_hits, stats.objects_added, stats.bytes_added);
         return Status::Ok();
       };
@@ -94,10 +100,10 @@ void AddStoreVerbs(CLI::App& app, Context& ctx) {
     c->add_option("FROM", *from, "Where the branch starts (default main)");
     c->callback([&ctx, name, from] {
       ctx.run = [&ctx, name, from]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
         LFS_TRY(st->Fork(*name, *from));
         LFS_ASSIGN(auto head, st->BranchHead(*name));
-        std::printf("%s %s\n", name->c_str(), head->Hex().c_str());
+        ctx.Printf("%s %s\n", name->c_str(), head->Hex().c_str());
         return Status::Ok();
       };
     });
@@ -108,10 +114,19 @@ void AddStoreVerbs(CLI::App& app, Context& ctx) {
     c->add_option("-d,--delete", *del, "Delete branch NAME");
     c->callback([&ctx, del] {
       ctx.run = [&ctx, del]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
-        if (!del->empty()) return st->DeleteBranch(*del);
+        LFS_ASSIGN(Store * st, ctx.GetStore());
+        if (!del->empty()) {
+          if (ctx.mounts) {
+            if (auto mp = ctx.mounts->MountpointOf(*del))
+              return Status::Error(EBUSY, fmt::format("branch '{}' is mounted at {}", *del, *mp));
+          }
+          LFS_TRY(st->DeleteBranch(*del));
+          LFS_ASSIGN(auto* reg, ctx.Workspaces());
+          reg->Drop(*del);
+          return workspace::DropWorkspaceState(*st, *del);
+        }
         LFS_ASSIGN(auto branches, st->Branches());
-        for (auto& [name, head] : branches) std::printf("%s %s\n", name.c_str(), head.Hex().c_str());
+        for (auto& [name, head] : branches) ctx.Printf("%s %s\n", name.c_str(), head.Hex().c_str());
         return Status::Ok();
       };
     });
@@ -122,23 +137,23 @@ void AddStoreVerbs(CLI::App& app, Context& ctx) {
     c->add_flag("--json", *as_json, "Print JSON");
     c->callback([&ctx, as_json] {
       ctx.run = [&ctx, as_json]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
         LFS_ASSIGN(auto s, st->Stats());
         if (*as_json) {
-          std::printf("%s\n", StatsJson(s).dump(2).c_str());
+          ctx.Printf("%s\n", StatsJson(s).dump(2).c_str());
           return Status::Ok();
         }
-        std::printf("policy %s, %lu commits, %lu branches\n", s.policy.c_str(), s.commits, s.branches);
-        std::printf("allocated %s = payload %s + metadata %s + other %s\n", Mb(s.allocated_bytes).c_str(),
+        ctx.Printf("policy %s, %lu commits, %lu branches\n", s.policy.c_str(), s.commits, s.branches);
+        ctx.Printf("allocated %s = payload %s + metadata %s + other %s\n", Mb(s.allocated_bytes).c_str(),
                     Mb(s.payload_bytes).c_str(), Mb(s.metadata_bytes).c_str(), Mb(s.other_bytes).c_str());
-        std::printf("logical %s in all commits (%.1fx the allocated bytes)\n", Mb(s.logical_bytes).c_str(),
+        ctx.Printf("logical %s in all commits (%.1fx the allocated bytes)\n", Mb(s.logical_bytes).c_str(),
                     s.allocated_bytes ? double(s.logical_bytes) / s.allocated_bytes : 0.0);
         for (const auto& [kind, n] : s.objects) {
-          std::printf("%-10s %8lu objects, depths:", kind.c_str(), n);
-          for (const auto& [d, cnt] : s.depth_histogram[kind]) std::printf(" %u:%lu", d, cnt);
-          std::printf("\n");
+          ctx.Printf("%-10s %8lu objects, depths:", kind.c_str(), n);
+          for (const auto& [d, cnt] : s.depth_histogram[kind]) ctx.Printf(" %u:%lu", d, cnt);
+          ctx.Printf("\n");
         }
-        std::printf("max chain depth whole %u, chunk %u, metadata %u\n", s.max_chain_depth["whole"],
+        ctx.Printf("max chain depth whole %u, chunk %u, metadata %u\n", s.max_chain_depth["whole"],
                     s.max_chain_depth["chunk"], s.max_chain_depth["metadata"]);
         return Status::Ok();
       };
@@ -150,15 +165,15 @@ void AddStoreVerbs(CLI::App& app, Context& ctx) {
     c->add_option("COMMIT", *commits, "Commits to verify");
     c->callback([&ctx, commits] {
       ctx.run = [&ctx, commits]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
         std::vector<ObjectId> ids;
         for (const auto& spec : *commits) {
           LFS_ASSIGN(ObjectId id, st->Resolve(spec));
           ids.push_back(id);
         }
         LFS_ASSIGN(auto rep, st->Verify(ids));
-        for (const auto& p : rep.problems) std::printf("damaged: %s\n", p.c_str());
-        std::printf("%lu commits, %lu objects, %lu bytes verified, %zu problems\n", rep.commits, rep.objects,
+        for (const auto& p : rep.problems) ctx.Printf("damaged: %s\n", p.c_str());
+        ctx.Printf("%lu commits, %lu objects, %lu bytes verified, %zu problems\n", rep.commits, rep.objects,
                     rep.bytes, rep.problems.size());
         if (!rep.ok()) return Status::Errorf(EIO, "verify found {} damaged object(s)", rep.problems.size());
         return Status::Ok();
@@ -169,9 +184,9 @@ void AddStoreVerbs(CLI::App& app, Context& ctx) {
     auto* c = app.add_subcommand("gc", "Free what no branch reaches any more");
     c->callback([&ctx] {
       ctx.run = [&ctx]() -> Status {
-        LFS_ASSIGN(auto st, ctx.OpenStore());
+        LFS_ASSIGN(Store * st, ctx.GetStore());
         LFS_ASSIGN(auto rep, st->Gc());
-        std::printf("deleted %lu objects; allocated %s -> %s\n", rep.objects_deleted, Mb(rep.bytes_before).c_str(),
+        ctx.Printf("deleted %lu objects; allocated %s -> %s\n", rep.objects_deleted, Mb(rep.bytes_before).c_str(),
                     Mb(rep.bytes_after).c_str());
         return Status::Ok();
       };

@@ -1,0 +1,163 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdarg>
+#include <fstream>
+#include <sstream>
+
+#include "cli/cli.h"
+
+namespace layerfs::cli {
+
+Result<Store*> Context::GetStore() {
+  if (store) return store;
+  if (store_path.empty()) return Status::Invalid("no store given: use --store PATH or set LAYERFS_STORE");
+  LFS_ASSIGN(owned_store, Store::Open(store_path));
+  store = owned_store.get();
+  return store;
+}
+
+Result<workspace::WorkspaceRegistry*> Context::Workspaces() {
+  if (workspaces) return workspaces;
+  LFS_ASSIGN(Store * st, GetStore());
+  owned_registry = std::make_unique<workspace::WorkspaceRegistry>(*st);
+  workspaces = owned_registry.get();
+  return workspaces;
+}
+
+std::string Context::Abs(const std::string& path) const {
+  if (path.empty() || path[0] == '/') return path;
+  return (cwd.empty() ? std::string(".") : cwd) + "/" + path;
+}
+
+static void Append(std::string* dst, const char* fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(nullptr, 0, fmt, ap2);
+  va_end(ap2);
+  if (n <= 0) return;
+  size_t old = dst->size();
+  dst->resize(old + n + 1);
+  vsnprintf(dst->data() + old, n + 1, fmt, ap);
+  dst->resize(old + n);
+}
+
+void Context::Printf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Append(&out, fmt, ap);
+  va_end(ap);
+}
+
+void Context::Eprintf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Append(&err, fmt, ap);
+  va_end(ap);
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+static std::string Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == '\\' && i + 3 < s.size() + 0 && isdigit(static_cast<unsigned char>(s[i + 1]))) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8)));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::string StoreOfMount(const std::string& path, std::string* mountpoint) {
+  char real[PATH_MAX];
+  if (!realpath(path.c_str(), real)) return "";
+  std::string p = real;
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, best_store, best_mp;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::vector<std::string> f;
+    std::string w;
+    while (ls >> w) f.push_back(w);
+    auto dash = std::find(f.begin(), f.end(), "-");
+    if (f.size() < 5 || dash == f.end() || dash + 2 >= f.end()) continue;
+    std::string mp = Unescape(f[4]), type = *(dash + 1), source = Unescape(*(dash + 2));
+    if (type != "fuse.layerfs" || source.rfind("layerfs:", 0) != 0) continue;
+    bool under = p == mp || (p.size() > mp.size() && p.compare(0, mp.size(), mp) == 0 && (mp == "/" || p[mp.size()] == '/'));
+    if (under && mp.size() >= best_mp.size()) {
+      best_mp = mp;
+      best_store = source.substr(8);
+    }
+  }
+  if (mountpoint) *mountpoint = best_mp;
+  return best_store;
+}
+
+Result<std::string> Context::BranchOfTarget(const std::string& target, std::string* mountpoint) {
+  std::string t = target.empty() ? cwd : target;
+  struct stat sb;
+  bool is_path = !target.empty() ? (target.find('/') != std::string::npos || stat(Abs(target).c_str(), &sb) == 0) : true;
+  if (is_path) {
+    std::string mp;
+    std::string st = StoreOfMount(Abs(t), &mp);
+    if (!mp.empty() && mounts) {
+      if (auto b = mounts->BranchAt(mp)) {
+        if (mountpoint) *mountpoint = mp;
+        return *b;
+      }
+      return Status::Error(EROFS, fmt::format("{} is a read-only mount of a commit", mp));
+    }
+    if (target.empty()) return Status::Invalid("the working directory is not in a layerfs mount; name a branch or mountpoint");
+    if (!mp.empty()) return Status::Invalid(fmt::format("{} is mounted by a daemon that is not running", mp));
+  }
+  return t;
+}
+
+int RunVerbs(Context& ctx, const std::vector<std::string>& argv) {
+  CLI::App app{"layerfs: a versioned filesystem for agent workspaces"};
+  app.require_subcommand(1);
+  std::string store_opt;
+  app.add_option("--store", store_opt, "Store directory (default: $LAYERFS_STORE)");
+  AddAllVerbs(app, ctx);
+  std::vector<std::string> args(argv.rbegin(), argv.rend() - 1);  // CLI11 wants reversed, no argv[0]
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      std::ostringstream o, er;
+      app.exit(e, o, er);
+      ctx.out += o.str();
+      return 0;
+    }
+    ctx.err += fmt::format("layerfs: {}\n", e.what());
+    return 2;
+  }
+  if (ctx.store_path.empty() && !store_opt.empty()) ctx.store_path = ctx.Abs(store_opt);
+  if (!ctx.run) return 2;
+  Status s = ctx.run();
+  if (!s.ok()) {
+    ctx.err += fmt::format("layerfs: {}\n", s.message());
+    return 1;
+  }
+  return 0;
+}
+
+void AddAllVerbs(CLI::App& app, Context& ctx) {
+  AddStoreVerbs(app, ctx);
+  AddHistoryVerbs(app, ctx);
+  AddWorkspaceVerbs(app, ctx);
+}
+
+std::string FormatTime(int64_t sec) {
+  time_t t = sec;
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace layerfs::cli

@@ -1,0 +1,132 @@
+// Verbs on live Workspaces: mount, umount, mounts, commit, status, reset.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+namespace layerfs::cli {
+
+namespace {
+
+Status NeedDaemon(const char* verb) {
+  return Status::Errorf(ENOTCONN, "{} needs the layerfsd of this store, and none is running", verb);
+}
+
+// Flushes what the kernel still holds for the mount (page cache, shared mmaps) to the daemon.
+Status SyncMount(const std::string& mp) {
+  int fd = open(mp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::Errorf(errno, "open {}: {}", mp, strerror(errno));
+  int rc = syncfs(fd);
+  int e = errno;
+  close(fd);
+  if (rc != 0) return Status::Errorf(e, "sync {}: {}", mp, strerror(e));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddWorkspaceVerbs(CLI::App& app, Context& ctx) {
+  {
+    auto* c = app.add_subcommand("mount", "Mount a branch (writable) or a commit (read-only) at MOUNTPOINT");
+    auto req = std::make_shared<MountService::Request>();
+    auto fg = std::make_shared<bool>(false);
+    c->add_option("REF", req->ref, "Branch, commit, prefix or REF~N")->required();
+    c->add_option("MOUNTPOINT", req->mountpoint, "Directory to mount on")->required();
+    c->add_flag("--read-only", req->read_only, "Mount read-only (a branch's head commit)");
+    c->add_flag("--allow-other", req->allow_other, "Let other users see the mount");
+    c->add_flag("--threads", req->multithreaded, "Serve the mount with a multithreaded session");
+    c->add_flag("-f,--foreground", *fg, "Keep layerfsd in the foreground");
+    c->callback([&ctx, req, fg] {
+      ctx.run = [&ctx, req]() -> Status {
+        if (!ctx.mounts) return NeedDaemon("mount");
+        MountService::Request r = *req;
+        r.mountpoint = ctx.Abs(r.mountpoint);
+        return ctx.mounts->Mount(r, &ctx.out);
+      };
+    });
+  }
+  {
+    auto* c = app.add_subcommand("umount", "Flush and unmount MOUNTPOINT");
+    auto mp = std::make_shared<std::string>();
+    c->add_option("MOUNTPOINT", *mp, "Mounted directory")->required();
+    c->callback([&ctx, mp] {
+      ctx.run = [&ctx, mp]() -> Status {
+        if (!ctx.mounts) return NeedDaemon("umount");
+        return ctx.mounts->Unmount(ctx.Abs(*mp));
+      };
+    });
+  }
+  {
+    auto* c = app.add_subcommand("mounts", "List the mounts of the running daemon");
+    c->callback([&ctx] {
+      ctx.run = [&ctx]() -> Status {
+        if (!ctx.mounts) return Status::Ok();
+        for (const auto& [mp, what] : ctx.mounts->List()) ctx.Printf("%s %s\n", mp.c_str(), what.c_str());
+        return Status::Ok();
+      };
+    });
+  }
+  {
+    auto* c = app.add_subcommand("commit", "Commit what was written to a mounted (or unmounted) branch");
+    auto target = std::make_shared<std::string>();
+    auto msg = std::make_shared<std::string>();
+    c->add_option("TARGET", *target, "Mountpoint or branch (default: the mount holding the working directory)");
+    c->add_option("-m,--message", *msg, "Commit message")->required();
+    c->callback([&ctx, target, msg] {
+      ctx.run = [&ctx, target, msg]() -> Status {
+        std::string mp;
+        LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(*target, &mp));
+        if (!mp.empty()) LFS_TRY(SyncMount(mp));
+        LFS_ASSIGN(auto* reg, ctx.Workspaces());
+        LFS_ASSIGN(auto ws, reg->Get(branch));
+        LFS_ASSIGN(ObjectId id, ws->Commit(*msg));
+        ctx.Printf("%s\n", id.Hex().c_str());
+        return Status::Ok();
+      };
+    });
+  }
+  {
+    auto* c = app.add_subcommand("status", "Uncommitted changes of a Workspace");
+    auto target = std::make_shared<std::string>();
+    c->add_option("TARGET", *target, "Mountpoint or branch (default: the mount holding the working directory)");
+    c->callback([&ctx, target] {
+      ctx.run = [&ctx, target]() -> Status {
+        std::string mp;
+        LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(*target, &mp));
+        if (!mp.empty()) LFS_TRY(SyncMount(mp));
+        LFS_ASSIGN(auto* reg, ctx.Workspaces());
+        LFS_ASSIGN(auto ws, reg->Get(branch));
+        LFS_ASSIGN(auto changes, ws->Changes());
+        for (const auto& d : changes) ctx.Printf("%c\t%s\n", d.change, d.path.c_str());
+        return Status::Ok();
+      };
+    });
+  }
+  {
+    auto* c = app.add_subcommand("reset", "Discard uncommitted changes; with --hard REF, also move the branch to REF");
+    auto target = std::make_shared<std::string>();
+    auto hard = std::make_shared<std::string>();
+    c->add_option("TARGET", *target, "Mountpoint or branch (default: the mount holding the working directory)");
+    c->add_option("--hard", *hard, "Move the branch to this commit");
+    c->callback([&ctx, target, hard] {
+      ctx.run = [&ctx, target, hard]() -> Status {
+        std::string mp;
+        LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(*target, &mp));
+        LFS_ASSIGN(Store * st, ctx.GetStore());
+        std::optional<ObjectId> to;
+        if (!hard->empty()) {
+          LFS_ASSIGN(to, st->Resolve(*hard));
+        }
+        LFS_ASSIGN(auto* reg, ctx.Workspaces());
+        LFS_ASSIGN(auto ws, reg->Get(branch));
+        auto reset = [&]() { return ws->Reset(to); };
+        if (ctx.mounts) LFS_TRY(ctx.mounts->WithBranchUnmounted(branch, reset));
+        else LFS_TRY(reset());
+        ctx.Printf("%s %s\n", branch.c_str(), ws->base_commit().Hex().c_str());
+        return Status::Ok();
+      };
+    });
+  }
+}
+
+}  // namespace layerfs::cli

@@ -1,0 +1,210 @@
+// layerfsd: holds one Store open, serves its mounts, and runs the CLI's verbs sent over the
+// control socket. Daemonises unless -f; exits when its last mount goes (unless --keep), on
+// SIGTERM/SIGINT (unmounting everything first), or when asked to start with a failed mount.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <fstream>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "cli/cli.h"
+#include "control/protocol.h"
+#include "daemon/mount_service.h"
+
+namespace {
+
+using namespace layerfs;
+
+int g_wake[2] = {-1, -1};  // self-pipe: signals and "last mount gone" wake the accept loop
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) {
+  g_stop = true;
+  char c = 's';
+  (void)!write(g_wake[1], &c, 1);
+}
+
+void Wake() {
+  char c = 'w';
+  (void)!write(g_wake[1], &c, 1);
+}
+
+struct Daemon {
+  std::unique_ptr<Store> store;
+  std::unique_ptr<workspace::WorkspaceRegistry> reg;
+  std::unique_ptr<daemon::MountTable> mounts;
+  bool keep = false;
+  std::atomic<bool> had_mount{false};
+  std::atomic<int> busy{0};
+
+  control::Response Run(const control::Request& req) {
+    cli::Context ctx;
+    ctx.cwd = req.cwd;
+    ctx.store_path = store->path();
+    ctx.store = store.get();
+    ctx.workspaces = reg.get();
+    ctx.mounts = mounts.get();
+    control::Response r;
+    r.exit = cli::RunVerbs(ctx, req.argv);
+    r.out = std::move(ctx.out);
+    r.err = std::move(ctx.err);
+    if (mounts->size() > 0) had_mount = true;
+    return r;
+  }
+
+  void Serve(int fd) {
+    busy++;
+    auto req = control::ReadRequest(fd);
+    control::Response resp;
+    if (!req.ok()) {
+      resp.exit = 1;
+      resp.err = "layerfs: " + req.status().message() + "\n";
+    } else {
+      if (!req->argv.empty() && req->argv.size() > 1) spdlog::info("request: {}", fmt::join(req->argv, " "));
+      resp = Run(*req);
+    }
+    (void)control::WriteResponse(fd, resp);
+    close(fd);
+    busy--;
+    Wake();
+  }
+
+  bool ShouldExit() { return g_stop || (!keep && had_mount && busy == 0 && mounts->Reap() == 0); }
+};
+
+int Main(int argc, char** argv) {
+  CLI::App app{"layerfsd: serves a LayerFS store's mounts and control socket"};
+  std::string store_path;
+  bool foreground = false, keep = false;
+  std::vector<std::string> then;
+  app.add_option("--store", store_path, "Store directory")->required();
+  app.add_flag("-f,--foreground", foreground, "Do not daemonise; log to stderr");
+  app.add_flag("--keep", keep, "Keep running when the last mount goes");
+  app.add_option("--then", then, "A layerfs command line to run once started (e.g. mount ...)")->expected(-1);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    fprintf(stderr, "layerfsd: %s\n", e.what());
+    return 2;
+  }
+  char real[PATH_MAX];
+  if (!realpath(store_path.c_str(), real)) {
+    fprintf(stderr, "layerfsd: store %s: %s\n", store_path.c_str(), strerror(errno));
+    return 1;
+  }
+  store_path = real;
+  int ready[2] = {-1, -1};
+  if (!foreground) {
+    // Daemonise: the parent returns once the child listens (or reports why it could not).
+    if (pipe(ready) != 0) return 1;
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid > 0) {
+      close(ready[1]);
+      std::string msg;
+      char buf[512];
+      ssize_t n;
+      while ((n = read(ready[0], buf, sizeof buf)) > 0) msg.append(buf, n);
+      if (msg == "ok") return 0;
+      fprintf(stderr, "layerfsd: %s\n", msg.empty() ? "exited during start-up" : msg.c_str());
+      return 1;
+    }
+    close(ready[0]);
+    setsid();
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (null > 2) close(null);
+    spdlog::set_default_logger(spdlog::basic_logger_mt("layerfsd", store_path + "/layerfsd.log"));
+    spdlog::flush_every(std::chrono::seconds(1));
+  }
+  auto report = [&](const std::string& msg) {
+    if (ready[1] >= 0) {
+      (void)!write(ready[1], msg.data(), msg.size());
+      close(ready[1]);
+      ready[1] = -1;
+    } else if (msg != "ok") {
+      fprintf(stderr, "layerfsd: %s\n", msg.c_str());
+    }
+  };
+  Daemon d;
+  d.keep = keep;
+  auto st = Store::Open(store_path);
+  if (!st.ok()) {
+    report(st.status().message());
+    return 1;
+  }
+  d.store = std::move(*st);
+  d.reg = std::make_unique<workspace::WorkspaceRegistry>(*d.store);
+  d.mounts = std::make_unique<daemon::MountTable>(*d.store, *d.reg);
+  auto lfd = control::Listen(store_path);
+  if (!lfd.ok()) {
+    report(lfd.status().message());
+    return 1;
+  }
+  {
+    std::ofstream pid(control::PidPath(store_path));
+    pid << getpid() << "\n";
+  }
+  if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  spdlog::info("layerfsd {} serving {}", getpid(), store_path);
+  if (!then.empty()) {
+    std::vector<std::string> args{"layerfs"};
+    args.insert(args.end(), then.begin(), then.end());
+    char cwd[PATH_MAX];
+    auto resp = d.Run({args, getcwd(cwd, sizeof cwd) ? cwd : "/"});
+    fwrite(resp.out.data(), 1, resp.out.size(), stdout);
+    fflush(stdout);
+    if (resp.exit != 0) {
+      fwrite(resp.err.data(), 1, resp.err.size(), stderr);
+      report("start-up command failed");
+      unlink(control::SocketPath(store_path).c_str());
+      return resp.exit;
+    }
+  }
+  report("ok");
+  while (!d.ShouldExit()) {
+    pollfd p[2] = {{*lfd, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
+    int n = poll(p, 2, 250);
+    if (n < 0 && errno != EINTR) break;
+    if (p[1].revents & POLLIN) {
+      char buf[64];
+      while (read(g_wake[0], buf, sizeof buf) > 0) {
+      }
+    }
+    if (p[0].revents & POLLIN) {
+      int c = accept4(*lfd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c >= 0) std::thread([&d, c] { d.Serve(c); }).detach();
+    }
+  }
+  spdlog::info("layerfsd shutting down");
+  close(*lfd);
+  unlink(control::SocketPath(store_path).c_str());
+  while (d.busy > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  d.mounts->UnmountAll();
+  d.mounts.reset();
+  d.reg.reset();
+  d.store.reset();
+  unlink(control::PidPath(store_path).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Main(argc, argv); }
