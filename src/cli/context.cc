@@ -13,7 +13,17 @@ namespace layerfs::cli {
 Result<Store*> Context::GetStore() {
   if (store) return store;
   if (store_path.empty()) return Status::Invalid("no store given: use --store PATH or set LAYERFS_STORE");
-  LFS_ASSIGN(owned_store, Store::Open(store_path));
+  // A daemon that just served its last unmount closes the Store a moment after it stops
+  // listening: wait for it rather than fail.
+  for (int i = 0;; i++) {
+    auto st = Store::Open(store_path);
+    if (st.ok()) {
+      owned_store = std::move(*st);
+      break;
+    }
+    if (st.status().code() != EBUSY || i >= 100) return st.status();
+    usleep(50000);
+  }
   store = owned_store.get();
   return store;
 }
