@@ -583,15 +583,17 @@ Status Workspace::Rename(Ino parent, std::string_view name, Ino new_parent, std:
   }
   Inode& dst_dir = same_dir ? src_dir : dst_dir_storage;
   // A directory cannot move below itself.
-  if (src.is_dir() && !same_dir) {
-    Ino cur = new_parent;
-    while (cur != kRootIno) {
-      if (cur == src.ino) return Status::Invalid("cannot move a directory into itself");
+  auto check_not_below = [&](const Inode& moved, Ino target_dir) -> Status {
+    if (!moved.is_dir() || same_dir) return Status::Ok();
+    for (Ino cur = target_dir; cur != kRootIno;) {
+      if (cur == moved.ino) return Status::Invalid("cannot move a directory into itself");
       LFS_ASSIGN(Inode up, im->Load(cur));
       if (up.parents.empty()) break;
       cur = up.parents[0];
     }
-  }
+    return Status::Ok();
+  };
+  LFS_TRY(check_not_below(src, new_parent));
   LFS_ASSIGN(auto de, im->GetEntry(new_parent, new_name));
   kv::Batch b;
   timespec now = Now();
@@ -602,15 +604,7 @@ Status Workspace::Rename(Ino parent, std::string_view name, Ino new_parent, std:
   if (flags & RENAME_EXCHANGE) {
     if (!de) return Status::NotFound("exchange target does not exist");
     LFS_ASSIGN(Inode dst, im->Load(de->first));
-    if (dst.is_dir() && !same_dir) {
-      Ino cur = parent;
-      while (cur != kRootIno) {
-        if (cur == dst.ino) return Status::Invalid("cannot move a directory into itself");
-        LFS_ASSIGN(Inode up, im->Load(cur));
-        if (up.parents.empty()) break;
-        cur = up.parents[0];
-      }
-    }
+    LFS_TRY(check_not_below(dst, parent));
     b.Put(kv::Cf::kWorkspace, im->keys_.Entry(parent, name), EntryValue(dst.ino, dst.type));
     b.Put(kv::Cf::kWorkspace, im->keys_.Entry(new_parent, new_name), EntryValue(src.ino, src.type));
     if (!same_dir) {
