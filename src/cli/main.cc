@@ -1,5 +1,6 @@
 // layerfs: runs a verb here, or forwards it to the layerfsd that holds the Store (starting one
 // for `mount`). Prints the verb's output; a failure is one line "layerfs: ..." and exit 1.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,8 +40,21 @@ int Emit(const std::string& out, const std::string& err, int code) {
 
 int Fail(const std::string& msg, int code = 1) { return Emit("", "layerfs: " + msg + "\n", code); }
 
+// A daemon that served its last unmount stops listening before it has closed the Store: wait
+// for that process to end before starting another.
+void WaitForExitingDaemon(const std::string& store) {
+  FILE* f = fopen(control::PidPath(store).c_str(), "r");
+  if (!f) return;
+  long pid = 0;
+  if (fscanf(f, "%ld", &pid) != 1) pid = 0;
+  fclose(f);
+  for (int i = 0; pid > 0 && i < 300 && kill(static_cast<pid_t>(pid), 0) == 0; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
 // Starts layerfsd for `store` and waits until it answers (it daemonises itself).
 Status StartDaemon(const std::string& store) {
+  WaitForExitingDaemon(store);
   pid_t pid = fork();
   if (pid < 0) return Status::Errorf(errno, "fork: {}", strerror(errno));
   if (pid == 0) {

@@ -43,7 +43,7 @@ struct Daemon {
   std::unique_ptr<workspace::WorkspaceRegistry> reg;
   std::unique_ptr<daemon::MountTable> mounts;
   bool keep = false;
-  std::atomic<bool> had_mount{false};
+  std::atomic<uint64_t> served{0};  // requests run (a bare connection probe is not one)
   std::atomic<int> busy{0};
 
   control::Response Run(const control::Request& req) {
@@ -57,7 +57,7 @@ struct Daemon {
     r.exit = cli::RunVerbs(ctx, req.argv);
     r.out = std::move(ctx.out);
     r.err = std::move(ctx.err);
-    if (mounts->size() > 0) had_mount = true;
+    served++;
     return r;
   }
 
@@ -78,7 +78,9 @@ struct Daemon {
     Wake();
   }
 
-  bool ShouldExit() { return g_stop || (!keep && had_mount && busy == 0 && mounts->Reap() == 0); }
+  // Without --keep the daemon lives for its mounts: it goes once it has served a request (the
+  // mount that started it, even a failed one) and no mount remains.
+  bool ShouldExit() { return g_stop || (!keep && served > 0 && busy == 0 && mounts->Reap() == 0); }
 };
 
 int Main(int argc, char** argv) {
@@ -89,9 +91,23 @@ int Main(int argc, char** argv) {
   app.add_option("--store", store_path, "Store directory")->required();
   app.add_flag("-f,--foreground", foreground, "Do not daemonise; log to stderr");
   app.add_flag("--keep", keep, "Keep running when the last mount goes");
-  app.add_option("--then", then, "A layerfs command line to run once started (e.g. mount ...)")->expected(-1);
+  app.footer("  --then ARGS...  a layerfs command line to run once started (e.g. mount -f main DIR);\n"
+             "                  everything after --then belongs to it");
+  // Everything after --then is the start-up command, flags included (mount -f ...): split it off
+  // before parsing, or its options would be taken for the daemon's.
+  int own = argc;
+  for (int i = 1; i < argc; i++)
+    if (std::string_view(argv[i]) == "--then") {
+      own = i;
+      then.assign(argv + i + 1, argv + argc);
+      if (then.empty()) {
+        fprintf(stderr, "layerfsd: --then needs a command\n");
+        return 2;
+      }
+      break;
+    }
   try {
-    app.parse(argc, argv);
+    app.parse(own, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     fprintf(stderr, "layerfsd: %s\n", e.what());

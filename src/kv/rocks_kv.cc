@@ -7,6 +7,12 @@
 // non-overlapping one-key files down and kept them forever, each costing a 4 KiB block) and
 // rewrites the large bottom run only on a full compaction, so commits do not stall on it.
 // No info log: its files would count against the Store's allocated bytes.
+// Three physical column families: "blobs" holds Cf::kBlobs as is, "workspace" holds
+// Cf::kWorkspace as is (tuned for live data); "default" holds every other logical family, each key prefixed with the family's byte (the Cf value), so the small families
+// share table files (each file costs a 4 KiB block plus index, filter and properties) and the
+// OPTIONS files describe two families, not six. A database made with one physical family per
+// logical one (all six names present) is opened in that layout, unprefixed.
+#include <algorithm>
 #include <cstdarg>
 
 #include <rocksdb/cache.h>
@@ -54,17 +60,18 @@ class RocksSnapshot : public Snapshot {
   const rocksdb::Snapshot* snap_;
 };
 
+// In the merged layout, cf == kMeta stands for the shared family.
 rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions o;
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = cache;
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   t.format_version = 5;
-  bool history = cf == Cf::kBlobs || cf == Cf::kTrees || cf == Cf::kCommits;
+  bool history = cf == Cf::kBlobs || cf == Cf::kTrees || cf == Cf::kCommits || cf == Cf::kMeta;
   t.block_size = history ? 64 << 10 : 16 << 10;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   o.compression = rocksdb::kZSTD;
-  o.compression_opts.level = 3;
+  o.compression_opts.level = history ? 9 : 3;
   if (history) {
     o.compression_opts.max_dict_bytes = 16 << 10;
     o.compression_opts.zstd_max_train_bytes = 4 << 20;
@@ -73,6 +80,19 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cac
     o.bottommost_compression_opts = o.compression_opts;
     o.bottommost_compression_opts.level = 19;
     o.bottommost_compression_opts.enabled = true;
+  }
+  if (cf == Cf::kWorkspace) {
+    // Live file data: written often, rewritten and deleted soon. Fast compression, and large
+    // values (64 KiB blocks) in blob files, so compaction moves pointers, not the data.
+    o.compression = rocksdb::kLZ4Compression;
+    o.enable_blob_files = true;
+    o.min_blob_size = 16 << 10;
+    o.blob_compression_type = rocksdb::kLZ4Compression;
+    o.enable_blob_garbage_collection = true;
+    o.level_compaction_dynamic_level_bytes = true;
+    o.write_buffer_size = 64 << 20;
+    o.target_file_size_base = 64 << 20;
+    return o;
   }
   o.compaction_style = rocksdb::kCompactionStyleUniversal;
   o.compaction_options_universal.allow_trivial_move = false;
@@ -109,9 +129,18 @@ class RocksKv : public Kv {
     dbo.max_log_file_size = 1 << 20;
     dbo.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
     dbo.info_log = std::make_shared<NullLogger>();
+    std::vector<std::string> existing;
+    (void)rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &existing);
+    kv->legacy_ = std::find(existing.begin(), existing.end(), CfName(Cf::kTrees)) != existing.end();
     std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-    for (int i = 0; i < kNumCfs; i++)
-      cfs.emplace_back(CfName(static_cast<Cf>(i)), CfOptions(static_cast<Cf>(i), cache));
+    if (kv->legacy_) {
+      for (int i = 0; i < kNumCfs; i++)
+        cfs.emplace_back(CfName(static_cast<Cf>(i)), CfOptions(static_cast<Cf>(i), cache));
+    } else {
+      cfs.emplace_back(CfName(Cf::kMeta), CfOptions(Cf::kMeta, cache));
+      cfs.emplace_back(CfName(Cf::kBlobs), CfOptions(Cf::kBlobs, cache));
+      cfs.emplace_back(CfName(Cf::kWorkspace), CfOptions(Cf::kWorkspace, cache));
+    }
     rocksdb::DB* db = nullptr;
     auto s = rocksdb::DB::Open(dbo, path, cfs, &kv->handles_, &db);
     if (!s.ok()) return FromRocks(s, "open database " + path);
@@ -123,7 +152,8 @@ class RocksKv : public Kv {
     rocksdb::ReadOptions ro;
     if (snap) ro.snapshot = static_cast<const RocksSnapshot*>(snap)->get();
     std::string v;
-    auto s = db_->Get(ro, h(cf), rocksdb::Slice(key.data(), key.size()), &v);
+    std::string pk = Key(cf, key);
+    auto s = db_->Get(ro, h(cf), pk, &v);
     if (s.IsNotFound()) return std::optional<std::string>();
     if (!s.ok()) return FromRocks(s, "read");
     return std::optional<std::string>(std::move(v));
@@ -134,9 +164,9 @@ class RocksKv : public Kv {
     for (const auto& e : batch.entries()) {
       rocksdb::Status s;
       switch (e.op) {
-        case Batch::Op::kPut: s = wb.Put(h(e.cf), e.key, e.value); break;
-        case Batch::Op::kDelete: s = wb.Delete(h(e.cf), e.key); break;
-        case Batch::Op::kDeleteRange: s = wb.DeleteRange(h(e.cf), e.key, e.value); break;
+        case Batch::Op::kPut: s = wb.Put(h(e.cf), Key(e.cf, e.key), e.value); break;
+        case Batch::Op::kDelete: s = wb.Delete(h(e.cf), Key(e.cf, e.key)); break;
+        case Batch::Op::kDeleteRange: s = wb.DeleteRange(h(e.cf), Key(e.cf, e.key), End(e.cf, e.value)); break;
       }
       if (!s.ok()) return FromRocks(s, "batch");
     }
@@ -150,12 +180,14 @@ class RocksKv : public Kv {
               const Snapshot* snap) override {
     rocksdb::ReadOptions ro;
     if (snap) ro.snapshot = static_cast<const RocksSnapshot*>(snap)->get();
-    rocksdb::Slice upper(end.data(), end.size());
-    if (!end.empty()) ro.iterate_upper_bound = &upper;
+    std::string lo = Key(cf, begin), hi = End(cf, end);
+    rocksdb::Slice upper(hi);
+    if (!hi.empty()) ro.iterate_upper_bound = &upper;
+    size_t strip = Prefixed(cf) ? 1 : 0;
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, h(cf)));
-    for (it->Seek(rocksdb::Slice(begin.data(), begin.size())); it->Valid(); it->Next()) {
+    for (it->Seek(lo); it->Valid(); it->Next()) {
       auto k = it->key(), v = it->value();
-      if (!fn(std::string_view(k.data(), k.size()), std::string_view(v.data(), v.size()))) break;
+      if (!fn(std::string_view(k.data() + strip, k.size() - strip), std::string_view(v.data(), v.size()))) break;
     }
     return FromRocks(it->status(), "scan");
   }
@@ -194,13 +226,64 @@ class RocksKv : public Kv {
     std::vector<rocksdb::LiveFileMetaData> files;
     db_->GetLiveFilesMetaData(&files);
     for (const auto& f : files)
-      if (f.column_family_name == CfName(cf)) st.sst_file_bytes += f.size;
+      if (f.column_family_name == h(cf)->GetName()) st.sst_file_bytes += f.size;
+    if (!Prefixed(cf)) return st;
+    // The shared family's tables hold several logical families: each gets the share of the table
+    // figures that its live records' raw bytes make of all of them (kMeta takes the rounding
+    // remainder, so the shares add up to the tables' figures).
+    uint64_t raw[kNumCfs] = {}, keys[kNumCfs] = {}, n[kNumCfs] = {};
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), h(cf)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      auto k = it->key();
+      uint8_t f = k.empty() ? 0 : static_cast<uint8_t>(k[0]);
+      if (f >= kNumCfs || !Prefixed(static_cast<Cf>(f))) continue;
+      raw[f] += k.size() + it->value().size();
+      keys[f] += k.size() - 1;
+      n[f]++;
+    }
+    LFS_TRY(FromRocks(it->status(), "scan"));
+    uint64_t total = 0;
+    for (int i = 0; i < kNumCfs; i++) total += raw[i];
+    const int me = static_cast<int>(cf), meta = static_cast<int>(Cf::kMeta);
+    auto part = [&](uint64_t v, int f) -> uint64_t {
+      return total == 0 ? 0 : static_cast<uint64_t>(static_cast<long double>(v) * raw[f] / total);
+    };
+    auto share = [&](uint64_t v) -> uint64_t {
+      if (me != meta) return part(v, me);
+      uint64_t others = 0;
+      for (int i = 0; i < kNumCfs; i++)
+        if (i != meta) others += part(v, i);
+      return v > others ? v - others : 0;
+    };
+    st.sst_file_bytes = share(st.sst_file_bytes);
+    st.data_bytes = share(st.data_bytes);
+    st.index_filter_bytes = share(st.index_filter_bytes);
+    st.entries = n[me];
+    st.raw_key_bytes = keys[me];
+    st.raw_value_bytes = raw[me] - keys[me] - n[me];
     return st;
   }
 
  private:
   RocksKv() = default;
-  rocksdb::ColumnFamilyHandle* h(Cf cf) { return handles_[static_cast<int>(cf)]; }
+  bool Prefixed(Cf cf) const { return !legacy_ && cf != Cf::kBlobs && cf != Cf::kWorkspace; }
+  rocksdb::ColumnFamilyHandle* h(Cf cf) {
+    if (legacy_) return handles_[static_cast<int>(cf)];
+    return handles_[cf == Cf::kBlobs ? 1 : cf == Cf::kWorkspace ? 2 : 0];
+  }
+  // The physical key of a logical one.
+  std::string Key(Cf cf, std::string_view key) const {
+    if (!Prefixed(cf)) return std::string(key);
+    std::string k(1, static_cast<char>(cf));
+    k.append(key);
+    return k;
+  }
+  // The physical exclusive end of a range: an empty logical end is the end of the family.
+  std::string End(Cf cf, std::string_view end) const {
+    if (!end.empty() || !Prefixed(cf)) return Key(cf, end);
+    return std::string(1, static_cast<char>(static_cast<uint8_t>(cf) + 1));
+  }
+  bool legacy_ = false;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 };

@@ -220,7 +220,8 @@ int ObjectStore::LevelFor(size_t input) const {
 Result<std::string> ObjectStore::EncodeFull(Kind kind, std::string_view content) {
   if (content.size() < tuning_.raw_below)
     return RecordHeader(kind, Encoding::kRaw, 0, content.size(), nullptr).append(content);
-  LFS_ASSIGN(std::string z, codec::Compress(content, LevelFor(content.size())));
+  int level = content.size() < tuning_.small_below ? tuning_.small_level : tuning_.large_full_level;
+  LFS_ASSIGN(std::string z, codec::Compress(content, level));
   if (z.size() >= content.size())
     return RecordHeader(kind, Encoding::kRaw, 0, content.size(), nullptr).append(content);
   return RecordHeader(kind, Encoding::kZstd, 0, content.size(), nullptr).append(z);
@@ -251,20 +252,56 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
       ci = *next;
     }
   }
-  LFS_ASSIGN(std::string best, EncodeFull(kind, content));
   // Cost per version the record makes room for: a record at depth d leaves cap - d further deltas
   // on its chain, so a somewhat larger delta against a shallower base often wins (it keeps the
   // keyframes fresh instead of deltas against an ever older one). A raw full record shrinks again
   // under RocksDB's block compression, hence its 9/10.
-  double best_cost = best.size() * 9.0 / 10 / (cap + 1);
+  std::string best;
+  double best_cost = 0;
+  int best_level = 0;
+  std::optional<std::string> best_base;  // base content of the best delta
   for (const auto& [bid, bdepth] : candidates) {
     auto base_content = Get(kind, bid, txn);
     if (!base_content.ok()) continue;
-    LFS_ASSIGN(std::string delta, codec::EncodeDelta(*base_content, content,
-                                                     LevelFor(base_content->size() + content.size())));
+    int level = LevelFor(base_content->size() + content.size());
+    LFS_ASSIGN(std::string delta, codec::EncodeDelta(*base_content, content, level));
     std::string rec = RecordHeader(kind, Encoding::kDelta, bdepth + 1, content.size(), &bid);
     double cost = static_cast<double>(rec.size() + delta.size()) / (cap - bdepth);
-    if (cost < best_cost) { best_cost = cost; best = rec.append(delta); }
+    if (best.empty() || cost < best_cost) {
+      best_cost = cost;
+      best = rec.append(delta);
+      best_level = level;
+      best_base = std::move(*base_content);
+    }
+  }
+  // The full copy: small ones as EncodeFull stores them; a large one is first sized with a fast
+  // level and compressed at the slow full level only when it may win (full copies are rare, so
+  // the import of a large file that deltas well never pays for it).
+  std::string full;
+  if (content.size() < tuning_.small_below) {
+    LFS_ASSIGN(full, EncodeFull(kind, content));
+  } else {
+    LFS_ASSIGN(std::string fast, codec::Compress(content, tuning_.estimate_level));
+    double estimate = (fast.size() * tuning_.estimate_ratio + 16) / (cap + 1);
+    if (best.empty() || estimate < best_cost * 1.1) {
+      LFS_ASSIGN(full, EncodeFull(kind, content));
+    }
+  }
+  if (!full.empty()) {
+    bool raw = static_cast<Encoding>(full[1]) == Encoding::kRaw;
+    double cost = full.size() * (raw ? 9.0 / 10 : 1.0) / (cap + 1);
+    if (best.empty() || cost <= best_cost) return full;
+  }
+  // A large delta (a big file across a major change) is worth one slower pass.
+  if (best_level < tuning_.large_full_level && best.size() > tuning_.redo_delta_above && best_base) {
+    auto info = ParseRecord(best);
+    std::string_view payload;
+    (void)ParseRecord(best, &payload);
+    if (info.ok()) {
+      auto again = codec::EncodeDelta(*best_base, content, tuning_.large_full_level);
+      if (again.ok() && again->size() < payload.size())
+        best = RecordHeader(kind, Encoding::kDelta, info->depth, content.size(), &info->base).append(*again);
+    }
   }
   return best;
 }

@@ -45,6 +45,11 @@ struct Tuning {
   int level = 9;                  // zstd level for fulls and deltas at write time
   int small_level = 19;           // ... for inputs (content, or base + content) below small_below
   size_t small_below = 128 << 10;
+  int large_full_level = 17;      // ... for full copies of larger inputs (chosen only when a full
+                                  // wins: sized first at estimate_level, scaled by estimate_ratio)
+  int estimate_level = 3;
+  double estimate_ratio = 0.8;
+  size_t redo_delta_above = 8 << 10;  // deltas larger than this are re-encoded at large_full_level
   uint32_t snapshot_depth = 3;    // at the cap: ancestors this shallow are tried as delta bases
   size_t raw_below = 48 << 10;    // fulls smaller than this are stored raw (RocksDB compresses
                                   // them together, with a dictionary)
