@@ -1,5 +1,6 @@
 // Workspace: inode operations over the kWorkspace column family, copy-on-write over the base
 // Commit. One WriteBatch per operation.
+#include <functional>
 #include "workspace/workspace.h"
 
 #include <linux/fs.h>
@@ -161,7 +162,42 @@ Status Workspace::Impl::Materialize(Inode* dir) {
   dir->materialized = true;
   Put(&b, *dir);
   PutState(&b);
-  return Write(b);
+  LFS_TRY(Write(b));
+  // Every directory holding a hard link of the base is materialised with the root, so each
+  // link group is one inode from the start: nlink is right on first sight, and a write through
+  // one link reaches (and is committed through) all of them.
+  if (dir->ino == kRootIno && dir->has_origin) LFS_TRY(MaterializeLinkDirs(dir->origin));
+  return Status::Ok();
+}
+
+Status Workspace::Impl::MaterializeLinkDirs(const ObjectId& root_tree) {
+  std::vector<std::vector<std::string>> dirs;  // paths below the root of dirs with hard links
+  std::vector<std::string> path;
+  std::function<Status(const ObjectId&)> walk = [&](const ObjectId& tree) -> Status {
+    LFS_ASSIGN(auto entries, store_.ReadTree(tree));
+    bool has_link = false;
+    for (const auto& e : entries) has_link |= e.type != EntryType::kDir && e.link_group != 0;
+    if (has_link && !path.empty()) dirs.push_back(path);
+    for (const auto& e : entries) {
+      if (e.type != EntryType::kDir) continue;
+      path.push_back(e.name);
+      LFS_TRY(walk(e.id));
+      path.pop_back();
+    }
+    return Status::Ok();
+  };
+  LFS_TRY(walk(root_tree));
+  for (const auto& p : dirs) {
+    Ino cur = kRootIno;
+    for (const auto& name : p) {
+      LFS_ASSIGN(auto ent, GetEntry(cur, name));
+      if (!ent || ent->second != EntryType::kDir) break;
+      cur = ent->first;
+      LFS_ASSIGN(Inode d, LoadDir(cur));
+      (void)d;
+    }
+  }
+  return Status::Ok();
 }
 
 Result<Inode> Workspace::Impl::LoadDir(Ino ino) {

@@ -7,6 +7,7 @@
 // synced batch under the workspace lock, so a write lands wholly in this Commit or the next.
 #include <functional>
 #include <set>
+#include <unordered_map>
 
 #include "history/keys.h"
 #include "objects/tree.h"
@@ -44,12 +45,34 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
     if (n->is_dir()) LFS_TRY(up(ino));
     for (Ino p : n->parents) LFS_TRY(up(p));
   }
+  // Hard links of the base: their directories are rebuilt too, so every link group of the
+  // new tree is named by a current inode (an unchanged subtree would keep the base's group
+  // numbers, which another workspace's inodes may reuse).
+  std::string lp = keys_.prefix() + kTagLink;
+  std::vector<Ino> linked;
+  LFS_TRY(kv_.Scan(kv::Cf::kWorkspace, lp, history::PrefixEnd(lp), [&](auto, auto v) {
+    base::Reader r(v);
+    uint64_t ino = 0;
+    if (r.Varint(&ino)) linked.push_back(ino);
+    return true;
+  }, snap));
+  for (Ino ino : linked) {
+    auto n = Load(ino, snap);
+    if (!n.ok() || n->is_dir()) continue;
+    for (Ino p : n->parents) LFS_TRY(up(p));
+  }
   std::map<Ino, std::pair<ObjectId, bool>> files_done;  // hard links: content stored once
   struct Sums {
     uint64_t bytes = 0, entries = 0;
   };
   std::function<Result<ObjectId>(const Inode&, Sums*)> build = [&](const Inode& dir, Sums* sums) -> Result<ObjectId> {
     LFS_ASSIGN(auto entries, ListEntries(dir.ino, snap));
+    std::unordered_map<ObjectId, std::pair<uint64_t, uint64_t>, ObjectIdHash> old_sums;
+    if (dir.has_origin) {
+      LFS_ASSIGN(auto old_tree, store_.ReadTree(dir.origin, txn));
+      for (const auto& o : old_tree)
+        if (o.type == EntryType::kDir) old_sums[o.id] = {o.size, o.subtree_entries};
+    }
     std::vector<TreeEntry> tree;
     tree.reserve(entries.size());
     for (const auto& [name, ref] : entries) {
@@ -73,16 +96,19 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
           e.size = sub.bytes;
           e.subtree_entries = sub.entries;
         } else {
-          // Unchanged: its committed entry in the parent's committed tree has the sums.
+          // Unchanged: the sums are in the entry for that tree in the parent's committed
+          // listing (found by id, so a moved directory matches too); only a directory that came
+          // from elsewhere needs its own listing read.
           e.id = n.origin;
-          LFS_ASSIGN(auto sub_tree, store_.ReadTree(n.origin, txn));
-          (void)sub_tree;
-          e.size = 0;
-          e.subtree_entries = 0;
-          // Sums of an unchanged subtree: walk its tree's direct entries (dirs carry sums).
-          for (const auto& s : sub_tree) {
-            e.subtree_entries += 1 + (s.type == EntryType::kDir ? s.subtree_entries : 0);
-            e.size += s.type == EntryType::kSymlink ? 0 : s.size;
+          if (auto it = old_sums.find(n.origin); it != old_sums.end()) {
+            e.size = it->second.first;
+            e.subtree_entries = it->second.second;
+          } else {
+            LFS_ASSIGN(auto sub_tree, store_.ReadTree(n.origin, txn));
+            for (const auto& s : sub_tree) {
+              e.subtree_entries += 1 + (s.type == EntryType::kDir ? s.subtree_entries : 0);
+              e.size += s.type == EntryType::kSymlink ? 0 : s.size;
+            }
           }
         }
         sums->bytes += e.size;

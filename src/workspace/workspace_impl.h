@@ -24,6 +24,8 @@ class Workspace::Impl {
   Status Write(const kv::Batch& b) { return kv_.Write(b, false); }
   Result<Inode> LoadDir(Ino ino);  // loads and materialises; ENOTDIR for non-dirs
   Status Materialize(Inode* dir);
+  // Materialises every directory of the base tree `root_tree` that holds a hard link.
+  Status MaterializeLinkDirs(const ObjectId& root_tree);
   Result<std::optional<std::pair<Ino, EntryType>>> GetEntry(Ino dir, std::string_view name,
                                                             const kv::Snapshot* snap = nullptr);
   Result<std::vector<std::pair<std::string, std::pair<Ino, EntryType>>>> ListEntries(

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# The daemon path of versioning: mount, write, commit, status, fork, diverge, export, log,
+# diff, cat, verify; the daemon exits by itself once the last mount goes.
+source "$(dirname "$0")/lib.bash" "$1"
+M=$WORK/m-main F=$WORK/m-f1
+EXP_ONE=$WORK/exp-one EXP_MAIN=$WORK/exp-main EXP_F1=$WORK/exp-f1
+
+# populate ROOT: the first tree, written the same way into a mount and a plain directory.
+populate() {
+  mkdir -p "$1/src/lib" "$1/docs" "$1/empty-dir"
+  printf 'hello\n' >"$1/hello.txt"
+  printf 'int main() { return 0; }\n' >"$1/src/main.c"
+  printf 'lib\n' >"$1/src/lib/util.c"
+  head -c 300000 "$WORK/random" >"$1/docs/big.bin"
+  : >"$1/empty"
+  printf '#!/bin/sh\necho hi\n' >"$1/run.sh"
+  chmod 755 "$1/run.sh"
+  chmod 600 "$1/src/lib/util.c"
+  chmod 750 "$1/docs"
+  ln -s hello.txt "$1/link"
+  ln -s ../hello.txt "$1/src/up-link"
+  ln -s /nonexistent/target "$1/dangling"
+  ln "$1/src/main.c" "$1/main-hardlink.c"
+  setfattr -n user.color -v blue "$1/hello.txt"
+  setfattr -n user.tag -v dir "$1/docs"
+}
+# Different edits on each branch after the fork.
+diverge_main() {
+  printf 'hello from main\n' >>"$1/hello.txt"
+  rm "$1/src/lib/util.c"
+  mv "$1/docs" "$1/documents"
+  mkdir "$1/main-only"
+  printf 'only main\n' >"$1/main-only/file"
+  chmod 644 "$1/run.sh"
+}
+diverge_f1() {
+  printf 'fork edit\n' >"$1/src/main.c"   # also changes the hard link
+  rm "$1/link"
+  mv "$1/empty" "$1/src/moved-empty"
+  rmdir "$1/empty-dir"
+  printf 'f1 file\n' >"$1/f1.txt"
+  ln -s f1.txt "$1/f1-link"
+  setfattr -n user.color -v red "$1/hello.txt"
+  dd if="$WORK/random" of="$1/docs/big.bin" bs=4096 seek=10 count=2 conv=notrunc status=none
+}
+
+head -c 400000 /dev/urandom >"$WORK/random"
+lfs init "$LAYERFS_STORE" >/dev/null
+mnt main "$M" >/dev/null
+[ -S "$LAYERFS_STORE/control.sock" ] || fail "no control socket after mount"
+pid=$(daemon_pid)
+[ -n "$pid" ] && kill -0 "$pid" || fail "no daemon pid"
+
+mkdir -p "$EXP_ONE"
+populate "$M"
+populate "$EXP_ONE"
+same_tree "$M" "$EXP_ONE"
+[ "$(inode_of "$M/src/main.c")" = "$(inode_of "$M/main-hardlink.c")" ] || fail "hard link has its own inode"
+[ "$(stat -c %h "$M/src/main.c")" = 2 ] || fail "hard-linked file nlink is $(stat -c %h "$M/src/main.c"), not 2"
+
+# status before the commit: everything added.
+lfs status "$M" >"$WORK/st"
+for p in hello.txt src src/main.c src/lib/util.c docs/big.bin empty run.sh link dangling main-hardlink.c empty-dir; do
+  grep -qP "^A\t$p\$" "$WORK/st" || fail "status lacks 'A $p': $(cat "$WORK/st")"
+done
+c1=$(lfs commit "$M" -m one)
+is_id "$c1" || fail "commit printed '$c1'"
+[ -z "$(lfs status "$M")" ] || fail "status not empty after commit: $(lfs status "$M")"
+[ "$(lfs branch | awk '$1=="main"{print $2}')" = "$c1" ] || fail "main is not at $c1"
+
+# status lists modifications and deletions too.
+printf 'x\n' >>"$M/hello.txt"
+rm "$M/empty"
+printf 'n\n' >"$M/new"
+lfs status "$M" >"$WORK/st"
+grep -qP '^M\thello.txt$' "$WORK/st" || fail "status lacks M hello.txt: $(cat "$WORK/st")"
+grep -qP '^D\tempty$' "$WORK/st" || fail "status lacks D empty"
+grep -qP '^A\tnew$' "$WORK/st" || fail "status lacks A new"
+[ "$(wc -l <"$WORK/st")" = 3 ] || fail "status should list 3 paths: $(cat "$WORK/st")"
+lfs reset "$M" >/dev/null
+[ -z "$(lfs status "$M")" ] || fail "status not empty after reset"
+same_tree "$M" "$EXP_ONE"
+
+# Fork at the commit and mount it: both mounts show the same tree.
+lfs fork f1 "$c1" >/dev/null
+mnt f1 "$F" >/dev/null
+same_tree "$F" "$EXP_ONE"
+same_tree "$M" "$F"
+[ "$(inode_of "$F/src/main.c")" = "$(inode_of "$F/main-hardlink.c")" ] || fail "hard link split on the fork's mount"
+[ "$(stat -c %h "$F/src/main.c")" = 2 ] || fail "fork's hard-linked file nlink is $(stat -c %h "$F/src/main.c"), not 2"
+[ "$(lfs mounts | wc -l)" = 2 ] || fail "mounts should list 2: $(lfs mounts)"
+
+cp -a "$EXP_ONE" "$EXP_MAIN"
+cp -a "$EXP_ONE" "$EXP_F1"
+diverge_main "$M"
+diverge_main "$EXP_MAIN"
+diverge_f1 "$F"
+diverge_f1 "$EXP_F1"
+same_tree "$M" "$EXP_MAIN"
+same_tree "$F" "$EXP_F1"
+c2=$(lfs commit "$M" -m main-two)
+c3=$(lfs commit "$F" -m f1-two)
+is_id "$c2" && is_id "$c3" || fail "commit ids: $c2 $c3"
+[ "$c2" != "$c3" ] || fail "divergent commits have one id"
+
+# Every commit exported equals the tree built by hand.
+for pair in "$c1:$EXP_ONE" "$c2:$EXP_MAIN" "$c3:$EXP_F1"; do
+  c=${pair%%:*} exp=${pair#*:}
+  lfs export "$c" "$WORK/out-$c" >/dev/null
+  same_tree "$WORK/out-$c" "$exp"
+done
+# The hard link survives export.
+[ "$(inode_of "$WORK/out-$c1/src/main.c")" = "$(inode_of "$WORK/out-$c1/main-hardlink.c")" ] ||
+  fail "export of $c1 split the hard link"
+
+# log --json: parents.
+lfs log --json main >"$WORK/log-main"
+lfs log --json f1 >"$WORK/log-f1"
+python3 - "$WORK/log-main" "$WORK/log-f1" "$c1" "$c2" "$c3" <<'PY'
+import json, sys
+m, f = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+c1, c2, c3 = sys.argv[3:6]
+assert [e["id"] for e in m[:2]] == [c2, c1], m
+assert [e["id"] for e in f[:2]] == [c3, c1], f
+assert m[0]["parents"] == [c1] and f[0]["parents"] == [c1], (m[0], f[0])
+assert m[1]["parents"] == [m[2]["id"]] and m[2]["parents"] == [] and len(m) == 3, m
+assert m[0]["message"] == "main-two" and f[0]["message"] == "f1-two" and m[1]["message"] == "one"
+PY
+
+# diff main f1 lists the divergent paths.
+lfs diff main f1 >"$WORK/diff"
+for p in hello.txt src/main.c main-hardlink.c link src/lib/util.c documents docs f1.txt f1-link main-only empty src/moved-empty empty-dir run.sh docs/big.bin; do
+  grep -qP "^[ADMTP]\t\Q$p\E\$" "$WORK/diff" || fail "diff main f1 lacks $p: $(cat "$WORK/diff")"
+done
+grep -qP '^M\tsrc/main.c$' "$WORK/diff" || fail "src/main.c not M"
+grep -qP '^[AD]\tf1.txt$' "$WORK/diff" || fail "f1.txt not A/D"
+! grep -qP '\tsrc/up-link$' "$WORK/diff" || fail "unchanged path in diff"
+
+# cat
+[ "$(lfs cat "$c1:hello.txt")" = hello ] || fail "cat $c1:hello.txt"
+[ "$(lfs cat "$c3:src/main.c")" = "fork edit" ] || fail "cat $c3:src/main.c"
+[ "$(lfs cat "f1:main-hardlink.c")" = "fork edit" ] || fail "cat f1:main-hardlink.c"
+cmp <(lfs cat "$c2:documents/big.bin") "$EXP_MAIN/documents/big.bin" || fail "cat of big.bin differs"
+expect_fail cat "$c2:docs/big.bin"
+
+# A hard link across directories on a fresh fork: right nlink at first sight, and a write
+# through one link is committed through both.
+G=$WORK/m-f2
+lfs fork f2 "$c1" >/dev/null
+mnt f2 "$G" >/dev/null
+[ "$(stat -c %h "$G/main-hardlink.c")" = 2 ] || fail "fresh fork: nlink of a hard link is $(stat -c %h "$G/main-hardlink.c")"
+printf 'through the link\n' >"$G/main-hardlink.c"
+c4=$(lfs commit "$G" -m f2-link)
+[ "$(lfs cat "$c4:src/main.c")" = "through the link" ] || fail "write through a hard link not committed for its other name"
+lfs export "$c4" "$WORK/out-c4" >/dev/null
+[ "$(inode_of "$WORK/out-c4/src/main.c")" = "$(inode_of "$WORK/out-c4/main-hardlink.c")" ] || fail "export of $c4 split the hard link"
+lfs umount "$G"
+
+lfs verify >/dev/null || fail "verify failed while mounted"
+lfs stats --json | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["commits"] >= 4, j' || fail "stats"
+
+lfs umount "$M"
+! is_mounted "$M" || fail "$M still mounted"
+lfs umount "$F"
+! is_mounted "$F" || fail "$F still mounted"
+wait_daemon_gone 10
+# Without the daemon the same verbs run in-process.
+[ "$(lfs cat "$c3:f1.txt")" = "f1 file" ] || fail "in-process cat"
+lfs verify >/dev/null || fail "in-process verify"
+echo "versioning ok"
