@@ -252,7 +252,7 @@ Status Workspace::Impl::Truncate(kv::Batch* b, Inode* n, uint64_t size) {
   if (size < n->size) {
     uint64_t keep_blocks = (size + kBlockSize - 1) / kBlockSize;
     if (n->has_blocks) {
-      b->DeleteRange(kv::Cf::kWorkspace, keys_.Block(n->ino, keep_blocks), keys_.InodeEnd(n->ino));
+      DeleteBlocks(b, n->ino, keep_blocks, n->size);
       if (size % kBlockSize) {
         uint64_t blk = size / kBlockSize;
         LFS_ASSIGN(auto v, kv_.Get(kv::Cf::kWorkspace, keys_.Block(n->ino, blk)));
@@ -268,8 +268,23 @@ Status Workspace::Impl::Truncate(kv::Batch* b, Inode* n, uint64_t size) {
   return Status::Ok();
 }
 
-void Workspace::Impl::DeleteInode(kv::Batch* b, Ino ino) {
-  b->DeleteRange(kv::Cf::kWorkspace, keys_.Inode(ino), keys_.InodeEnd(ino));
+void Workspace::Impl::DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64_t size) {
+  // Point deletes for the usual few blocks: every range tombstone stays in the memtable and is
+  // consulted by every later read, so removing a tree of small files one range at a time is
+  // quadratic. A range deletion only for large files.
+  uint64_t end = (size + kBlockSize - 1) / kBlockSize;
+  if (end <= first) return;
+  if (end - first <= 256) {
+    for (uint64_t blk = first; blk < end; blk++) b->Delete(kv::Cf::kWorkspace, keys_.Block(ino, blk));
+  } else {
+    b->DeleteRange(kv::Cf::kWorkspace, keys_.Block(ino, first), keys_.InodeEnd(ino));
+  }
+}
+
+void Workspace::Impl::DeleteInode(kv::Batch* b, const Inode& n) {
+  Ino ino = n.ino;
+  b->Delete(kv::Cf::kWorkspace, keys_.Inode(ino));
+  if (n.has_blocks) DeleteBlocks(b, ino, 0, n.size);
   b->Delete(kv::Cf::kWorkspace, keys_.Dirty(ino));
   b->Delete(kv::Cf::kWorkspace, keys_.Orphan(ino));
 }
@@ -281,7 +296,7 @@ Status Workspace::Impl::DropLink(kv::Batch* b, Inode* child, Ino dir) {
   child->ctime = Now();
   if (child->nlink == 0 || (child->is_dir() && child->nlink <= 1)) {
     if (child->is_dir()) {
-      DeleteInode(b, child->ino);
+      DeleteInode(b, *child);
     } else {
       // Open files keep their data until the kernel forgets the inode.
       child->nlink = 0;
@@ -420,7 +435,10 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
     kv::Batch b;
     std::string op = impl->keys_.OrphanPrefix();
     LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, op, history::PrefixEnd(op), [&](auto k, auto) {
-      impl->DeleteInode(&b, Keys::InoAt(k, op.size()));
+      Ino ino = Keys::InoAt(k, op.size());
+      b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Inode(ino), impl->keys_.InodeEnd(ino));
+      b.Delete(kv::Cf::kWorkspace, impl->keys_.Dirty(ino));
+      b.Delete(kv::Cf::kWorkspace, k);
       return true;
     }));
     if (!b.empty()) LFS_TRY(store.kv().Write(b, false));
@@ -593,7 +611,7 @@ Status Workspace::Rmdir(Ino parent, std::string_view name) {
   if (!entries.empty()) return Status::Error(ENOTEMPTY, "directory not empty");
   kv::Batch b;
   b.Delete(kv::Cf::kWorkspace, impl_->keys_.Entry(parent, name));
-  impl_->DeleteInode(&b, child.ino);
+  impl_->DeleteInode(&b, child);
   dir.nlink--;
   dir.mtime = dir.ctime = Now();
   impl_->Put(&b, dir);
@@ -665,7 +683,7 @@ Status Workspace::Rename(Ino parent, std::string_view name, Ino new_parent, std:
         LFS_TRY(im->Materialize(&dst));
         LFS_ASSIGN(auto entries, im->ListEntries(dst.ino));
         if (!entries.empty()) return Status::Error(ENOTEMPTY, "target directory not empty");
-        im->DeleteInode(&b, dst.ino);
+        im->DeleteInode(&b, dst);
         dst_dir.nlink--;
       } else {
         LFS_TRY(im->DropLink(&b, &dst, new_parent));
@@ -891,7 +909,7 @@ void Workspace::Forget(Ino ino) {
   auto n = impl_->Load(ino);
   if (!n.ok() || n->nlink > 0) return;
   kv::Batch b;
-  impl_->DeleteInode(&b, ino);
+  impl_->DeleteInode(&b, *n);
   (void)impl_->Write(b);
 }
 

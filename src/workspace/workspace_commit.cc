@@ -207,7 +207,7 @@ Result<ObjectId> Workspace::Commit(const std::string& message) {
       cur->origin_chunked = origin.second;
       cur->valid_len = cur->origin_size = cur->size;
       if (cur->has_blocks)
-        extra.DeleteRange(kv::Cf::kWorkspace, im->keys_.Block(ino, 0), im->keys_.InodeEnd(ino));
+        im->DeleteBlocks(&extra, ino, 0, cur->size);
       cur->has_blocks = false;
       im->Put(&extra, *cur);
       if (mark) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));

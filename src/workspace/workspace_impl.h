@@ -35,7 +35,9 @@ class Workspace::Impl {
   Status Truncate(kv::Batch* b, Inode* n, uint64_t size);
   // Drops one link of `child` from `dir` (entry already removed by the caller).
   Status DropLink(kv::Batch* b, Inode* child, Ino dir);
-  void DeleteInode(kv::Batch* b, Ino ino);
+  void DeleteInode(kv::Batch* b, const Inode& n);
+  // Deletes blocks [first, end of a file of `size` bytes).
+  void DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64_t size);
   Result<Inode> NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent);
   Status InitFresh(const ObjectId& commit);  // REQUIRES: no state; writes state and root
 
