@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "control/protocol.h"
 #include "daemon/mount_service.h"
+#include "kv/kv.h"
 
 namespace {
 
@@ -216,6 +217,9 @@ int Main(int argc, char** argv) {
   d.mounts->UnmountAll();
   d.mounts.reset();
   d.reg.reset();
+  // Committed blocks were deleted from the workspace family; drop them from disk too.
+  Status cs = d.store->kv().Compact(kv::Cf::kWorkspace);
+  if (!cs.ok()) spdlog::warn("compact workspace data: {}", cs.message());
   d.store.reset();
   unlink(control::PidPath(store_path).c_str());
   return 0;

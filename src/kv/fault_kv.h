@@ -38,6 +38,7 @@ class FaultKv : public Kv {
     return base_->Scan(cf, b, e, fn, s);
   }
   std::shared_ptr<const Snapshot> GetSnapshot() override { return base_->GetSnapshot(); }
+  Status Compact(Cf cf) override { return base_->Compact(cf); }
   Status CompactAll() override { return base_->CompactAll(); }
   Status Flush() override { return base_->Flush(); }
   Status SyncWal() override { return base_->SyncWal(); }

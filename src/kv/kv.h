@@ -78,6 +78,8 @@ class Kv {
                       const std::function<bool(std::string_view, std::string_view)>& fn,
                       const Snapshot* snap = nullptr) = 0;
   virtual std::shared_ptr<const Snapshot> GetSnapshot() = 0;
+  // Flushes and fully compacts one family (dropping deleted records).
+  virtual Status Compact(Cf cf) = 0;
   // Flushes memtables and compacts every column family (used by gc so freed space shows).
   virtual Status CompactAll() = 0;
   // Flushes memtables to table files (so table statistics are complete).

@@ -56,6 +56,7 @@ class MemKv : public Kv {
     std::lock_guard l(mu_);
     return std::make_shared<MemSnapshot>(maps_);
   }
+  Status Compact(Cf) override { return Status::Ok(); }
   Status CompactAll() override { return Status::Ok(); }
   Status Flush() override { return Status::Ok(); }
   Status SyncWal() override { return Status::Ok(); }

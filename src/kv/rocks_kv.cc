@@ -82,13 +82,10 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cac
     o.bottommost_compression_opts.enabled = true;
   }
   if (cf == Cf::kWorkspace) {
-    // Live file data: written often, rewritten and deleted soon. Fast compression, and large
-    // values (64 KiB blocks) in blob files, so compaction moves pointers, not the data.
+    // Live file data: written often, folded into history and deleted at the next commit. Fast
+    // compression; compacted when the daemon closes the Store, so a closed Store keeps no dead
+    // blocks (blob files were tried: dead ones outlived their data and inflated the Store).
     o.compression = rocksdb::kLZ4Compression;
-    o.enable_blob_files = true;
-    o.min_blob_size = 16 << 10;
-    o.blob_compression_type = rocksdb::kLZ4Compression;
-    o.enable_blob_garbage_collection = true;
     o.level_compaction_dynamic_level_bytes = true;
     o.write_buffer_size = 64 << 20;
     o.target_file_size_base = 64 << 20;
@@ -203,6 +200,13 @@ class RocksKv : public Kv {
   }
 
   Status SyncWal() override { return FromRocks(db_->SyncWAL(), "sync"); }
+
+  Status Compact(Cf cf) override {
+    rocksdb::CompactRangeOptions co;
+    co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    LFS_TRY(FromRocks(db_->Flush(rocksdb::FlushOptions(), h(cf)), "flush"));
+    return FromRocks(db_->CompactRange(co, h(cf), nullptr, nullptr), "compact");
+  }
 
   Status CompactAll() override {
     LFS_TRY(Flush());
