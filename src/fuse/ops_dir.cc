@@ -56,7 +56,7 @@ void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
 int DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi, bool plus) {
   Adapter& ad = Ctx(req);
   DirHandle& h = *HandleOf(fi);
-  std::lock_guard lock(h.mu);
+  std::unique_lock lock(h.mu);
   if (off < 0) return EINVAL;
   if (off == 0 || !h.loaded) {
     if (int err = Load(ad, ino, h)) return err;
@@ -96,6 +96,9 @@ int DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_
     if (n > size - used) break;
     used += n;
   }
+  // Unlocked before the reply: once it is sent, the kernel may release the handle (and another
+  // thread free it) while we would still hold its mutex.
+  lock.unlock();
   if (fuse_reply_buf(req, buf.data(), used) != 0) {
     for (Ino c : counted) ad.Forget(c, 1);
   }
