@@ -62,17 +62,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# expect_fail CMD...: the command exits non-zero and prints exactly one stderr line that starts
-# with "layerfs: ", and nothing on stdout.
-expect_fail() {
-  local out err rc=0
-  out=$("$LAYERFS" "$@" 2>"$WORK/stderr") || rc=$?
-  err=$(cat "$WORK/stderr")
-  [ "$rc" -ne 0 ] || fail "expected failure: layerfs $*"
-  [ "$(wc -l <"$WORK/stderr")" -eq 1 ] || fail "expected one stderr line from layerfs $*, got: $err"
-  case "$err" in layerfs:\ *) ;; *) fail "stderr of layerfs $* does not start with 'layerfs: ': $err" ;; esac
-  [ -z "$out" ] || fail "unexpected stdout from failing layerfs $*: $out"
-}
+# expect_fail CMD...: shared with the other shell suites.
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/expect_fail.bash"
 
 is_id() { [[ "$1" =~ ^[0-9a-f]{32}$ ]]; }
 
