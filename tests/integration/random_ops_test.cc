@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "mount_env.h"
+#include "syscall_log.h"
 
 namespace layerfs::itest {
 namespace {
@@ -47,22 +48,6 @@ std::set<std::string> ChildrenOf(const Model& m, const std::string& dir) {
   return out;
 }
 
-// Reads a whole file through the mount; sets *err on failure.
-std::string Slurp(const std::string& path, int* err) {
-  *err = 0;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) { *err = errno; return ""; }
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0) { *err = errno; break; }
-    if (n == 0) break;
-    out.append(buf, n);
-  }
-  close(fd);
-  return out;
-}
 
 bool PwriteAll(int fd, const std::string& d, off_t off) {
   size_t done = 0;
@@ -335,7 +320,7 @@ class Runner {
     }
     if (n.kind == Node::kFile) {
       int err;
-      std::string got = Slurp(Abs(p), &err);
+      std::string got = ReadWholeFile(Abs(p), &err);
       if (err || !S_ISREG(st.st_mode) || got != n.data || static_cast<size_t>(st.st_size) != n.data.size()) {
         ADD_FAILURE() << Where() << " | read back " << p << ": expected " << n.data.size() << " bytes, got "
                       << (err ? strerror(err) : std::to_string(got.size()) + " bytes") << " (st_size "

@@ -65,6 +65,26 @@ inline std::string Describe(const struct stat& st) {
   return s;
 }
 
+// Reads a whole file; sets *err to the failing call's errno (0 on success).
+inline std::string ReadWholeFile(const std::string& path, int* err) {
+  *err = 0;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return *err = errno, std::string();
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      *err = errno;
+      break;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
 class SyscallLog {
  public:
   explicit SyscallLog(std::string root) : root_(std::move(root)) {}
@@ -129,22 +149,7 @@ class SyscallLog {
     if (fd >= 0) ok = close(fd) == 0 && ok;
     lines.push_back(fmt::format("put {} -> {}", rel, ok ? "ok" : ErrName(e)));
   }
-  std::string Slurp(std::string_view rel, int* err) {
-    std::string p = P(rel);
-    int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    *err = 0;
-    if (fd < 0) return *err = errno, std::string();
-    std::string out;
-    char buf[65536];
-    for (;;) {
-      ssize_t n = read(fd, buf, sizeof buf);
-      if (n < 0) { *err = errno; break; }
-      if (n == 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
-    close(fd);
-    return out;
-  }
+  std::string Slurp(std::string_view rel, int* err) { return ReadWholeFile(P(rel), err); }
   void Content(std::string_view rel) {
     int err;
     std::string c = Slurp(rel, &err);
