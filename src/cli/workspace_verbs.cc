@@ -35,6 +35,7 @@ void AddWorkspaceVerbs(CLI::App& app, Context& ctx) {
     c->add_flag("--read-only", req->read_only, "Mount read-only (a branch's head commit)");
     c->add_flag("--allow-other", req->allow_other, "Let other users see the mount");
     c->add_flag("--threads", req->multithreaded, "Serve the mount with a multithreaded session");
+    c->add_flag("--no-follow-cpu", req->no_follow_cpu, "Do not move the serving thread to its caller's CPU");
     c->add_flag("-f,--foreground", *fg, "Keep layerfsd in the foreground");
     c->callback([&ctx, req, fg] {
       ctx.run = [&ctx, req]() -> Status {

@@ -17,6 +17,7 @@ Status MountTable::StartLocked(Entry& e) {
   o.read_only = e.ws->read_only();
   o.allow_other = e.req.allow_other;
   o.multithreaded = e.req.multithreaded;
+  o.follow_cpu = !e.req.no_follow_cpu;
   o.fsname = "layerfs:" + store_.path();
   LFS_ASSIGN(e.mount, fuse::Mount::Start(e.ws.get(), e.req.mountpoint, o));
   return Status::Ok();

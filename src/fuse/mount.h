@@ -20,6 +20,7 @@ struct MountOptions {
   bool read_only = false;
   bool allow_other = false;
   bool multithreaded = false;
+  bool follow_cpu = true;  // serve each request on its caller's core (fuse/cpu_follow.h)
   std::string fsname = "layerfs";
 };
 

@@ -17,6 +17,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "fuse/cpu_follow.h"
 #include "fuse/mount.h"
 #include "workspace/workspace.h"
 
@@ -75,6 +76,7 @@ int ReplyAttr(fuse_req_t req, const workspace::Attr& a);
 
 template <typename Body>
 void Run(fuse_req_t req, Body&& body) noexcept {
+  if (Ctx(req).opts.follow_cpu) FollowCallerCpu(fuse_req_ctx(req)->pid);
   int err;
   try {
     err = body();

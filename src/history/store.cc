@@ -328,11 +328,7 @@ Result<ObjectId> Store::CommitTree(const std::string& branch, const ObjectId& ro
   kv::Batch b;
   objects_->TakeBatch(&b, txn);
   if (extra)
-    for (const auto& e : extra->entries()) {
-      if (e.op == kv::Batch::Op::kPut) b.Put(e.cf, e.key, e.value);
-      else if (e.op == kv::Batch::Op::kDelete) b.Delete(e.cf, e.key);
-      else b.DeleteRange(e.cf, e.key, e.value);
-    }
+    for (const auto& e : extra->entries()) b.Add(e);
   b.Put(kv::Cf::kMeta, history::RefKey(branch), put->id.AsKey());
   Status s = kv_->Write(b, true);
   if (!s.ok()) {

@@ -23,11 +23,11 @@ const char* CfName(Cf cf);
 
 class Batch {
  public:
-  enum class Op : uint8_t { kPut, kDelete, kDeleteRange };
+  enum class Op : uint8_t { kPut, kDelete, kDeleteRange, kPatch };
   struct Entry {
     Op op;
     Cf cf;
-    std::string key, value;  // value = end key for kDeleteRange
+    std::string key, value;  // value = end key for kDeleteRange, EncodePatch() for kPatch
   };
   void Put(Cf cf, std::string_view k, std::string_view v) {
     bytes_ += k.size() + v.size();
@@ -37,6 +37,14 @@ class Batch {
   // Deletes [begin, end).
   void DeleteRange(Cf cf, std::string_view begin, std::string_view end) {
     entries_.push_back({Op::kDeleteRange, cf, std::string(begin), std::string(end)});
+  }
+  // Writes `bytes` at `offset` into the key's value without reading it (a blind write: a
+  // RocksDB merge), zero-extending the value as needed; an absent value counts as empty.
+  // Families that accept patches: kWorkspace.
+  void Patch(Cf cf, std::string_view k, uint32_t offset, std::string_view bytes);
+  void Add(const Entry& e) {
+    bytes_ += e.key.size() + e.value.size();
+    entries_.push_back(e);
   }
   const std::vector<Entry>& entries() const { return entries_; }
   size_t ApproximateBytes() const { return bytes_; }
@@ -50,6 +58,12 @@ class Batch {
   std::vector<Entry> entries_;
   size_t bytes_ = 0;
 };
+
+// The patch encoding (a merge operand): offset (4 bytes, little-endian), then the bytes.
+std::string EncodePatch(uint32_t offset, std::string_view bytes);
+// Applies an encoded patch to `value`; false if the operand is malformed.
+bool ApplyPatch(std::string_view patch, std::string* value);
+bool PatchValid(std::string_view patch);
 
 // A consistent read view; reads through it see the database as of its creation.
 class Snapshot {

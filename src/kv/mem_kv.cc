@@ -26,6 +26,11 @@ class MemKv : public Kv {
   }
   Status Write(const Batch& batch, bool) override {
     std::lock_guard l(mu_);
+    for (const auto& e : batch.entries()) {  // all or nothing: refuse before applying any
+      if (e.op != Batch::Op::kPatch) continue;
+      if (e.cf != Cf::kWorkspace) return Status::Error(EINVAL, "patch outside the workspace family");
+      if (!PatchValid(e.value)) return Status::Error(EINVAL, "malformed patch");
+    }
     for (const auto& e : batch.entries()) {
       auto& m = maps_[int(e.cf)];
       switch (e.op) {
@@ -33,6 +38,9 @@ class MemKv : public Kv {
         case Batch::Op::kDelete: m.erase(e.key); break;
         case Batch::Op::kDeleteRange:
           m.erase(m.lower_bound(e.key), m.lower_bound(e.value));
+          break;
+        case Batch::Op::kPatch:
+          if (!ApplyPatch(e.value, &m[e.key])) return Status::Error(EIO, "malformed patch");
           break;
       }
     }

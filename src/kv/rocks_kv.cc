@@ -18,6 +18,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/merge_operator.h>
 #include <rocksdb/table.h>
 #include <rocksdb/table_properties.h>
 #include <rocksdb/utilities/options_util.h>
@@ -60,6 +61,21 @@ class RocksSnapshot : public Snapshot {
   const rocksdb::Snapshot* snap_;
 };
 
+// Batch::Patch on the workspace family: operands are EncodePatch() ranges applied in order over
+// the existing value (absent = empty). FORMAT: the name is persisted with the family's options.
+class PatchOperator : public rocksdb::MergeOperator {
+ public:
+  bool FullMergeV2(const MergeOperationInput& in, MergeOperationOutput* out) const override {
+    std::string v = in.existing_value ? in.existing_value->ToString() : std::string();
+    for (const auto& op : in.operand_list) {
+      if (!ApplyPatch(std::string_view(op.data(), op.size()), &v)) return false;  // Corruption
+    }
+    out->new_value = std::move(v);
+    return true;
+  }
+  const char* Name() const override { return "layerfs.patch"; }
+};
+
 // In the merged layout, cf == kMeta stands for the shared family.
 rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions o;
@@ -89,6 +105,10 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cac
     o.level_compaction_dynamic_level_bytes = true;
     o.write_buffer_size = 64 << 20;
     o.target_file_size_base = 64 << 20;
+    // Small writes are patches (merges); a block patched this often in the memtable is folded
+    // into one value there, so reads never apply long operand lists.
+    o.merge_operator = std::make_shared<PatchOperator>();
+    o.max_successive_merges = 32;
     return o;
   }
   o.compaction_style = rocksdb::kCompactionStyleUniversal;
@@ -164,6 +184,11 @@ class RocksKv : public Kv {
         case Batch::Op::kPut: s = wb.Put(h(e.cf), Key(e.cf, e.key), e.value); break;
         case Batch::Op::kDelete: s = wb.Delete(h(e.cf), Key(e.cf, e.key)); break;
         case Batch::Op::kDeleteRange: s = wb.DeleteRange(h(e.cf), Key(e.cf, e.key), End(e.cf, e.value)); break;
+        case Batch::Op::kPatch:
+          if (e.cf != Cf::kWorkspace) return Status::Error(EINVAL, "patch outside the workspace family");
+          if (!PatchValid(e.value)) return Status::Error(EINVAL, "malformed patch");
+          s = wb.Merge(h(e.cf), Key(e.cf, e.key), e.value);
+          break;
       }
       if (!s.ok()) return FromRocks(s, "batch");
     }

@@ -749,25 +749,29 @@ Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data) {
   for (uint64_t blk = off / kBlockSize; blk * kBlockSize < end; blk++) {
     uint64_t bstart = blk * kBlockSize;
     uint64_t from = std::max(off, bstart), to = std::min(end, bstart + kBlockSize);
-    std::string block;
+    const std::string key = im->keys_.Block(ino, blk);
+    const std::string_view piece = data.substr(from - off, to - from);
     if (from == bstart && to == bstart + kBlockSize) {
-      block.assign(data.substr(from - off, to - from));
-    } else {
-      // Read-modify-write: the block's current bytes (stored block, else committed content
-      // below valid_len, else zeros), up to the file size.
-      std::optional<std::string> have;
-      if (n.has_blocks) {
-        LFS_ASSIGN(have, im->kv_.Get(kv::Cf::kWorkspace, im->keys_.Block(ino, blk)));
-      }
-      if (have) {
-        block = std::move(*have);
-      } else if (bstart < n.size) {
-        LFS_ASSIGN(block, im->ReadRange(n, bstart, std::min<uint64_t>(kBlockSize, n.size - bstart)));
-      }
-      if (block.size() < to - bstart) block.resize(to - bstart, '\0');
-      std::copy(data.begin() + (from - off), data.begin() + (to - off), block.begin() + (from - bstart));
+      b.Put(kv::Cf::kWorkspace, key, piece);
+      continue;
     }
-    b.Put(kv::Cf::kWorkspace, im->keys_.Block(ino, blk), block);
+    // A partial block. Where the committed content does not reach (no origin, or at or past
+    // valid_len) an absent block reads as zeros, so the write is a blind patch: no read. Below
+    // valid_len a stored block is patched too; an absent one is first copied from the origin.
+    const bool zeros_if_absent = !n.has_origin || bstart >= n.valid_len;
+    bool present = false;
+    if (!zeros_if_absent && n.has_blocks) {
+      LFS_ASSIGN(auto have, im->kv_.Get(kv::Cf::kWorkspace, key));
+      present = have.has_value();
+    }
+    if (zeros_if_absent || present) {
+      b.Patch(kv::Cf::kWorkspace, key, static_cast<uint32_t>(from - bstart), piece);
+      continue;
+    }
+    LFS_ASSIGN(std::string block, im->ReadRange(n, bstart, std::min<uint64_t>(kBlockSize, n.size - bstart)));
+    if (block.size() < to - bstart) block.resize(to - bstart, '\0');
+    std::copy(piece.begin(), piece.end(), block.begin() + (from - bstart));
+    b.Put(kv::Cf::kWorkspace, key, block);
   }
   n.has_blocks = true;
   n.size = std::max(n.size, end);

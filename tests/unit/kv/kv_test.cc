@@ -1,0 +1,123 @@
+// Kv implementations agree: patches (blind range writes) on MemKv and RocksKv, across flushes,
+// reopen and snapshots.
+#include "kv/kv.h"
+
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+
+namespace layerfs::kv {
+namespace {
+
+class KvTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { Open(true); }
+  void Open(bool create) {
+    kv_.reset();
+    if (GetParam()) {
+      auto k = OpenRocksKv(dir_.path() + "/db", {.create_if_missing = create});
+      ASSERT_TRUE(k.ok()) << k.status().message();
+      kv_ = std::move(*k);
+    } else if (create) {
+      kv_ = NewMemKv();
+    }
+  }
+  std::string GetOr(std::string_view key, const Snapshot* s = nullptr) {
+    auto v = kv_->Get(Cf::kWorkspace, key, s);
+    EXPECT_TRUE(v.ok());
+    return v.ok() && *v ? **v : "<absent>";
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<Kv> kv_;
+};
+
+TEST_P(KvTest, PatchesApplyInOrderOverAbsentAndPresentValues) {
+  Batch b;
+  b.Patch(Cf::kWorkspace, "k", 3, "abc");  // absent: zero-extended
+  ASSERT_TRUE(kv_->Write(b, false).ok());
+  EXPECT_EQ(GetOr("k"), std::string("\0\0\0abc", 6));
+  b.Clear();
+  b.Put(Cf::kWorkspace, "p", "0123456789");
+  b.Patch(Cf::kWorkspace, "p", 2, "XY");
+  b.Patch(Cf::kWorkspace, "p", 3, "Z");  // later wins where they overlap
+  b.Patch(Cf::kWorkspace, "p", 12, "!");
+  ASSERT_TRUE(kv_->Write(b, false).ok());
+  EXPECT_EQ(GetOr("p"), std::string("01XZ456789\0\0!", 13));
+  // A Put replaces patched state; a Delete then a patch starts from empty.
+  b.Clear();
+  b.Delete(Cf::kWorkspace, "p");
+  b.Patch(Cf::kWorkspace, "p", 0, "n");
+  ASSERT_TRUE(kv_->Write(b, false).ok());
+  EXPECT_EQ(GetOr("p"), "n");
+}
+
+TEST_P(KvTest, ManyPatchesOfOneKeySurviveFlushAndReopen) {
+  std::string model(65536, 'm');
+  Batch b;
+  b.Put(Cf::kWorkspace, "blk", model);
+  ASSERT_TRUE(kv_->Write(b, false).ok());
+  uint32_t x = 12345;
+  for (int i = 0; i < 500; i++) {
+    x = x * 1103515245 + 12345;
+    uint32_t off = (x >> 8) % 65530;
+    std::string bytes = std::to_string(i);
+    b.Clear();
+    b.Patch(Cf::kWorkspace, "blk", off, bytes);
+    ASSERT_TRUE(kv_->Write(b, false).ok());
+    model.replace(off, bytes.size(), bytes);
+    if (i == 250) {
+      ASSERT_TRUE(kv_->Flush().ok());  // operands both in a table file and the memtable
+    }
+  }
+  EXPECT_EQ(GetOr("blk"), model);
+  std::string scanned;
+  ASSERT_TRUE(kv_->Scan(Cf::kWorkspace, "blk", "blk\x01", [&](auto, auto v) {
+    scanned = std::string(v);
+    return true;
+  }).ok());
+  EXPECT_EQ(scanned, model);
+  if (GetParam()) {
+    Open(false);
+    EXPECT_EQ(GetOr("blk"), model);
+    ASSERT_TRUE(kv_->Compact(Cf::kWorkspace).ok());
+    EXPECT_EQ(GetOr("blk"), model);
+  }
+}
+
+TEST_P(KvTest, SnapshotDoesNotSeeLaterPatches) {
+  Batch b;
+  b.Put(Cf::kWorkspace, "s", "aaaa");
+  ASSERT_TRUE(kv_->Write(b, false).ok());
+  auto snap = kv_->GetSnapshot();
+  b.Clear();
+  b.Patch(Cf::kWorkspace, "s", 1, "b");
+  ASSERT_TRUE(kv_->Write(b, false).ok());
+  EXPECT_EQ(GetOr("s", snap.get()), "aaaa");
+  EXPECT_EQ(GetOr("s"), "abaa");
+}
+
+TEST_P(KvTest, PatchOutsideWorkspaceFamilyIsRefusedWholeBatch) {
+  Batch b;
+  b.Put(Cf::kMeta, "m", "v");
+  b.Patch(Cf::kMeta, "m", 0, "x");
+  Status s = kv_->Write(b, false);
+  EXPECT_EQ(s.code(), EINVAL);
+  auto v = kv_->Get(Cf::kMeta, "m");
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->has_value());  // nothing of the batch applied
+}
+
+TEST(PatchCodec, RejectsMalformedOperands) {
+  std::string v = "abc";
+  EXPECT_FALSE(ApplyPatch("\x01\x02", &v));
+  EXPECT_FALSE(ApplyPatch(std::string("\xff\xff\xff\xff", 4) + "x", &v));  // beyond any value
+  EXPECT_EQ(v, "abc");
+  EXPECT_TRUE(ApplyPatch(EncodePatch(1, "ZZ"), &v));
+  EXPECT_EQ(v, "aZZ");
+}
+
+INSTANTIATE_TEST_SUITE_P(Impls, KvTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Rocks" : "Mem"; });
+
+}  // namespace
+}  // namespace layerfs::kv
