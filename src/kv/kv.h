@@ -63,7 +63,9 @@ class Batch {
 std::string EncodePatch(uint32_t offset, std::string_view bytes);
 // Applies an encoded patch to `value`; false if the operand is malformed.
 bool ApplyPatch(std::string_view patch, std::string* value);
-bool PatchValid(std::string_view patch);
+// EINVAL unless `patch` is well formed and `cf` accepts patches; every Kv checks a batch's patches
+// with it before applying anything.
+Status CheckPatch(Cf cf, std::string_view patch);
 
 // A consistent read view; reads through it see the database as of its creation.
 class Snapshot {

@@ -27,9 +27,7 @@ class MemKv : public Kv {
   Status Write(const Batch& batch, bool) override {
     std::lock_guard l(mu_);
     for (const auto& e : batch.entries()) {  // all or nothing: refuse before applying any
-      if (e.op != Batch::Op::kPatch) continue;
-      if (e.cf != Cf::kWorkspace) return Status::Error(EINVAL, "patch outside the workspace family");
-      if (!PatchValid(e.value)) return Status::Error(EINVAL, "malformed patch");
+      if (e.op == Batch::Op::kPatch) LFS_TRY(CheckPatch(e.cf, e.value));
     }
     for (const auto& e : batch.entries()) {
       auto& m = maps_[int(e.cf)];

@@ -7,6 +7,16 @@
 namespace layerfs::kv {
 namespace {
 constexpr size_t kMaxPatchedValue = 64u << 20;  // far above any value that is patched
+
+uint32_t OffsetOf(std::string_view patch) {
+  uint32_t off = 0;
+  for (int i = 0; i < 4; i++) off |= uint32_t(static_cast<uint8_t>(patch[i])) << (8 * i);
+  return off;
+}
+
+bool PatchValid(std::string_view patch) {
+  return patch.size() >= 4 && size_t{OffsetOf(patch)} + (patch.size() - 4) <= kMaxPatchedValue;
+}
 }  // namespace
 
 std::string EncodePatch(uint32_t offset, std::string_view bytes) {
@@ -16,14 +26,10 @@ std::string EncodePatch(uint32_t offset, std::string_view bytes) {
   return out;
 }
 
-static uint32_t OffsetOf(std::string_view patch) {
-  uint32_t off = 0;
-  for (int i = 0; i < 4; i++) off |= uint32_t(static_cast<uint8_t>(patch[i])) << (8 * i);
-  return off;
-}
-
-bool PatchValid(std::string_view patch) {
-  return patch.size() >= 4 && size_t{OffsetOf(patch)} + (patch.size() - 4) <= kMaxPatchedValue;
+Status CheckPatch(Cf cf, std::string_view patch) {
+  if (cf != Cf::kWorkspace) return Status::Error(EINVAL, "patch outside the workspace family");
+  if (!PatchValid(patch)) return Status::Error(EINVAL, "malformed patch");
+  return Status::Ok();
 }
 
 bool ApplyPatch(std::string_view patch, std::string* value) {

@@ -185,8 +185,7 @@ class RocksKv : public Kv {
         case Batch::Op::kDelete: s = wb.Delete(h(e.cf), Key(e.cf, e.key)); break;
         case Batch::Op::kDeleteRange: s = wb.DeleteRange(h(e.cf), Key(e.cf, e.key), End(e.cf, e.value)); break;
         case Batch::Op::kPatch:
-          if (e.cf != Cf::kWorkspace) return Status::Error(EINVAL, "patch outside the workspace family");
-          if (!PatchValid(e.value)) return Status::Error(EINVAL, "malformed patch");
+          LFS_TRY(CheckPatch(e.cf, e.value));
           s = wb.Merge(h(e.cf), Key(e.cf, e.key), e.value);
           break;
       }
