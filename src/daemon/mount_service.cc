@@ -61,18 +61,28 @@ Status MountTable::Mount(const Request& r, std::string* out) {
 Status MountTable::Unmount(const std::string& mountpoint) {
   char real[PATH_MAX];
   std::string mp = realpath(mountpoint.c_str(), real) ? real : mountpoint;
-  std::unique_ptr<fuse::Mount> m;
+  Entry e;
   {
     std::lock_guard l(mu_);
     auto it = mounts_.find(mp);
     if (it == mounts_.end()) return Status::NotFound(fmt::format("{} is not mounted by this store's daemon", mp));
-    m = std::move(it->second.mount);
+    e = std::move(it->second);
     mounts_.erase(it);
   }
-  LFS_TRY(m->Unmount());
+  Status s = Finish(e);
+  LFS_TRY(s);
   LFS_TRY(store_.kv().SyncWal());
   spdlog::info("unmounted {}", mp);
   return Status::Ok();
+}
+
+Status MountTable::Finish(Entry& e) {
+  // The session is stopped before its Workspace can go: the mount serves from a plain pointer.
+  Status s = e.mount ? e.mount->Unmount() : Status::Ok();
+  e.mount.reset();
+  e.ws.reset();
+  if (!e.branch.empty()) reg_.Release(e.branch);
+  return s;
 }
 
 std::optional<std::string> MountTable::BranchAt(const std::string& mountpoint) {
@@ -120,7 +130,7 @@ size_t MountTable::Reap() {
   for (auto it = mounts_.begin(); it != mounts_.end();) {
     if (it->second.mount && !it->second.mount->serving()) {
       spdlog::info("{} was unmounted", it->first);
-      (void)it->second.mount->Unmount();
+      (void)Finish(it->second);
       it = mounts_.erase(it);
     } else {
       ++it;
@@ -135,8 +145,7 @@ void MountTable::UnmountAll() {
     std::lock_guard l(mu_);
     all.swap(mounts_);
   }
-  for (auto& [mp, e] : all)
-    if (e.mount) (void)e.mount->Unmount();
+  for (auto& [mp, e] : all) (void)Finish(e);
   (void)store_.kv().SyncWal();
 }
 

@@ -37,6 +37,8 @@ class MountTable : public cli::MountService {
     std::unique_ptr<fuse::Mount> mount;
   };
   Status StartLocked(Entry& e);
+  // Stops the mount's session, then lets its Workspace go (released if pristine).
+  Status Finish(Entry& e);
 
   Store& store_;
   workspace::WorkspaceRegistry& reg_;

@@ -100,15 +100,29 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested) {
   auto problem = [&](const ObjectId& id, const char* kind, const std::string& path, const Status& s) {
     rep.problems.push_back(fmt::format("{} {} at {}: {}", kind, id.Hex(), path.empty() ? "/" : path, s.message()));
   };
-  std::function<void(const ObjectId&, const std::string&)> tree = [&](const ObjectId& id, const std::string& path) {
-    if (!seen.insert(id).second) return;
+  // Returns the entries below the tree, checked against what its parent's entry says: a
+  // Workspace numbers inodes by these counts, so a wrong one would be a wrong inode number.
+  constexpr uint64_t kUnreadable = ~0ull;  // already reported
+  std::unordered_map<ObjectId, uint64_t, ObjectIdHash> entry_counts;
+  std::function<uint64_t(const ObjectId&, const std::string&)> tree = [&](const ObjectId& id,
+                                                                         const std::string& path) -> uint64_t {
+    if (auto it = entry_counts.find(id); it != entry_counts.end()) return it->second;
     auto entries = ReadTree(id);
     rep.objects++;
-    if (!entries.ok()) return problem(id, "tree", path, entries.status());
+    if (!entries.ok()) {
+      problem(id, "tree", path, entries.status());
+      return entry_counts[id] = kUnreadable;
+    }
+    uint64_t count = 0;
     for (const auto& e : *entries) {
       std::string p = path + "/" + e.name;
+      count++;
       if (e.type == EntryType::kDir) {
-        tree(e.id, p);
+        uint64_t below = tree(e.id, p);
+        if (below != kUnreadable && below != e.subtree_entries)
+          problem(e.id, "tree", p, Status::Corrupt(fmt::format("{} entries below, its entry says {}", below,
+                                                               e.subtree_entries)));
+        count += e.subtree_entries;
       } else if (e.type == EntryType::kFile && !e.id.IsZero()) {
         if (!seen.insert(e.id).second) continue;
         rep.objects++;
@@ -118,6 +132,8 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested) {
         else rep.bytes += data->size();
       }
     }
+    entry_counts[id] = count;
+    return count;
   };
   // Every commit reachable through all parents.
   while (!commits.empty()) {
@@ -131,7 +147,10 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested) {
       problem(c, "commit", "", info.status());
       continue;
     }
-    tree(info->root, "");
+    uint64_t entries = tree(info->root, "");
+    if (entries != kUnreadable && entries != info->files)
+      problem(c, "commit", "", Status::Corrupt(fmt::format("{} entries in its tree, the commit says {}", entries,
+                                                           info->files)));
     for (const auto& p : info->parents) commits.push_back(p);
   }
   return rep;

@@ -1,5 +1,7 @@
 #include "workspace/registry.h"
 
+#include <vector>
+
 namespace layerfs::workspace {
 
 Result<std::shared_ptr<Workspace>> WorkspaceRegistry::Get(const std::string& branch) {
@@ -10,6 +12,25 @@ Result<std::shared_ptr<Workspace>> WorkspaceRegistry::Get(const std::string& bra
   std::shared_ptr<Workspace> shared = std::move(ws);
   live_[branch] = shared;
   return shared;
+}
+
+WorkspaceRegistry::~WorkspaceRegistry() {
+  std::lock_guard l(mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, ws] : live_) names.push_back(name);
+  for (const auto& name : names) ReleaseLocked(name);
+}
+
+void WorkspaceRegistry::Release(const std::string& branch) {
+  std::lock_guard l(mu_);
+  ReleaseLocked(branch);
+}
+
+void WorkspaceRegistry::ReleaseLocked(const std::string& branch) {
+  auto it = live_.find(branch);
+  if (it == live_.end() || it->second.use_count() != 1 || !it->second->pristine()) return;
+  live_.erase(it);
+  (void)DropWorkspaceState(store_, branch);  // on failure the state stays, still valid
 }
 
 void WorkspaceRegistry::Drop(const std::string& branch) {

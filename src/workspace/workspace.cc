@@ -45,6 +45,10 @@ Result<Inode> Workspace::Impl::Load(Ino ino, const kv::Snapshot* snap) {
 }
 
 void Workspace::Impl::MarkDirty(kv::Batch* b, Ino ino) {
+  if (pristine_) {
+    pristine_ = false;
+    PutState(b);
+  }
   std::string g;
   base::PutVarint(&g, next_gen_++);
   b->Put(kv::Cf::kWorkspace, keys_.Dirty(ino), g);
@@ -52,9 +56,10 @@ void Workspace::Impl::MarkDirty(kv::Batch* b, Ino ino) {
 
 void Workspace::Impl::PutState(kv::Batch* b) {
   std::string s;
-  base::PutU8(&s, 1);
+  base::PutU8(&s, numbered_ ? 2 : 1);
   s.append(base_.AsKey());
   base::PutVarint(&s, next_ino_);
+  if (numbered_) base::PutU8(&s, pristine_ ? 1 : 0);
   b->Put(kv::Cf::kWorkspace, keys_.State(), s);
 }
 
@@ -102,7 +107,13 @@ Status Workspace::Impl::Materialize(Inode* dir) {
   kv::Batch b;
   if (dir->has_origin) {
     LFS_ASSIGN(auto entries, store_.ReadTree(dir->origin));
+    // Depth-first numbering (state version 2): the subtree of a directory numbered d holds the
+    // numbers d+1 .. d+entries, each child followed by its own subtree. An unmaterialised
+    // directory always has its origin numbering (only materialised ones are rebuilt at commit).
+    Ino number = dir->ino + 1;
     for (const auto& e : entries) {
+      Ino own = number;
+      number += 1 + (e.type == EntryType::kDir ? e.subtree_entries : 0);
       Inode n;
       bool existing_link = false;
       if (e.link_group) {
@@ -122,7 +133,7 @@ Status Workspace::Impl::Materialize(Inode* dir) {
         }
       }
       if (!existing_link) {
-        n.ino = next_ino_++;
+        n.ino = numbered_ ? own : next_ino_++;
         n.type = e.type;
         n.perm = e.mode & 07777;
         n.uid = e.uid;
@@ -332,7 +343,9 @@ Result<Inode> Workspace::Impl::NewInode(EntryType type, uint32_t perm, const Cal
 Status Workspace::Impl::InitFresh(const ObjectId& commit) {
   LFS_ASSIGN(auto c, store_.GetCommit(commit));
   base_ = commit;
-  next_ino_ = 2;
+  numbered_ = true;
+  pristine_ = true;
+  next_ino_ = 2 + c.files;  // 1 .. 1 + c.files: the root and the Commit's entries
   Inode root;
   root.ino = kRootIno;
   root.type = EntryType::kDir;
@@ -404,13 +417,16 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
   bool fresh = !state;
   if (state) {
     base::Reader r(*state);
-    uint8_t ver;
+    uint8_t ver = 0, flags = 0;
     std::string_view base;
     uint64_t next;
-    if (!r.U8(&ver) || ver != 1 || !r.Raw(ObjectId::kSize, &base) || !r.Varint(&next))
+    if (!r.U8(&ver) || (ver != 1 && ver != 2) || !r.Raw(ObjectId::kSize, &base) || !r.Varint(&next) ||
+        (ver == 2 && !r.U8(&flags)))
       return Status::Corrupt(fmt::format("workspace of '{}': damaged state", opts.branch));
     impl->base_ = ObjectId::FromKey(base);
     impl->next_ino_ = next;
+    impl->numbered_ = ver == 2;
+    impl->pristine_ = ver == 2 && (flags & 1);
     if (impl->base_ != *head) {
       // The branch moved (import, fork target reset). A clean workspace follows it; a dirty one
       // stays on its base, and its next commit reports the move.
@@ -455,6 +471,11 @@ Status DropWorkspaceState(Store& store, const std::string& branch) {
   b.DeleteRange(kv::Cf::kWorkspace, keys.prefix(), keys.End());
   b.Delete(kv::Cf::kMeta, key);
   return store.kv().Write(b, true);
+}
+
+bool Workspace::pristine() const {
+  std::lock_guard l(impl_->mu_);
+  return impl_->pristine_;
 }
 
 ObjectId Workspace::base_commit() const {

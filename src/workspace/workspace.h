@@ -119,6 +119,9 @@ class Workspace {
   const std::string& branch() const { return opts_.branch; }
   bool read_only() const { return opts_.read_only; }
   ObjectId base_commit() const;
+  // Nothing was changed since the Workspace was created at its base Commit: dropping its state
+  // loses nothing, and reopening it rebuilds the same inode numbers.
+  bool pristine() const;
 
   class Impl;  // workspace_impl.h
 

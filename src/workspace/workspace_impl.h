@@ -58,6 +58,14 @@ class Workspace::Impl {
   ObjectId base_;
   uint64_t next_ino_ = 2;
   uint64_t next_gen_ = 1;
+  // State version 2: the entries of the base Commit are numbered in depth-first order (the root
+  // is 1, a directory's subtree follows it), so materialising is deterministic; version 1 (older
+  // Workspaces) numbered entries in the order they were first seen, from next_ino_.
+  bool numbered_ = true;
+  // Nothing changed since InitFresh: the state is exactly what the base Commit and the numbering
+  // rule would rebuild, so it may be dropped (WorkspaceRegistry::Release) without any visible
+  // difference, inode numbers included.
+  bool pristine_ = false;
   std::mutex commit_mu_;  // one commit at a time; taken before mu_
 };
 

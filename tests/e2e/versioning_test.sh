@@ -90,6 +90,22 @@ same_tree "$M" "$F"
 [ "$(stat -c %h "$F/src/main.c")" = 2 ] || fail "fork's hard-linked file nlink is $(stat -c %h "$F/src/main.c"), not 2"
 [ "$(lfs mounts | wc -l)" = 2 ] || fail "mounts should list 2: $(lfs mounts)"
 
+# Inode numbers follow the Commit: a second fork of c1, walked in another order, numbers every
+# path as f1 does, and again after it was unmounted (its untouched state dropped) and remounted.
+numbers() { (cd "$1" && find . -mindepth 1 -printf '%i %p\n' | sort -k2); }
+numbers "$F" >"$WORK/ino-f1"
+lfs fork f3 "$c1" >/dev/null
+F3=$WORK/mnt-f3
+mnt f3 "$F3" >/dev/null
+ls -R "$F3/src" >/dev/null  # materialise a subtree before its parent's siblings
+numbers "$F3" >"$WORK/ino-f3"
+cmp -s "$WORK/ino-f1" "$WORK/ino-f3" || fail "forks of one commit number inodes differently: $(diff "$WORK/ino-f1" "$WORK/ino-f3")"
+lfs umount "$F3" >/dev/null
+mnt f3 "$F3" >/dev/null
+numbers "$F3" >"$WORK/ino-f3-again"
+cmp -s "$WORK/ino-f3" "$WORK/ino-f3-again" || fail "inode numbers moved across a remount"
+lfs umount "$F3" >/dev/null
+
 cp -a "$EXP_ONE" "$EXP_MAIN"
 cp -a "$EXP_ONE" "$EXP_F1"
 diverge_main "$M"

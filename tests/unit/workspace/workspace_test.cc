@@ -10,6 +10,7 @@
 #include <random>
 
 #include "kv/kv.h"
+#include "workspace/registry.h"
 #include "../test_util.h"
 
 namespace layerfs::workspace {
@@ -160,6 +161,91 @@ TEST_F(WorkspaceTest, ResetDiscardsChanges) {
   EXPECT_TRUE(ws_->Lookup(kRootIno, "a").ok());
   ASSERT_TRUE(ws_->Reset(store_->Resolve("main~1").value()).ok());
   EXPECT_EQ(ws_->Lookup(kRootIno, "a").status().code(), ENOENT);
+}
+
+// Every path's inode number, walking depth-first (or, with `reverse`, each directory's entries
+// last to first, so directories are materialised in another order).
+static std::map<std::string, Ino> Numbers(Workspace& ws, bool reverse, Ino dir = kRootIno,
+                                          const std::string& path = "") {
+  std::map<std::string, Ino> out;
+  auto entries = ws.ReadDir(dir);
+  EXPECT_TRUE(entries.ok()) << entries.status().message();
+  if (!entries.ok()) return out;
+  if (reverse) std::reverse(entries->begin(), entries->end());
+  for (const auto& e : *entries) {
+    auto a = ws.Lookup(dir, e.name);
+    EXPECT_TRUE(a.ok()) << path << "/" << e.name;
+    if (!a.ok()) continue;
+    out[path + "/" + e.name] = a->ino;
+    if (S_ISDIR(a->mode)) out.merge(Numbers(ws, reverse, a->ino, path + "/" + e.name));
+  }
+  return out;
+}
+
+// Inode numbers of a Commit's entries are its depth-first order, whatever order they are first
+// seen in: a fork, a read-only view and a remount agree, and a fork that was only read can be
+// dropped at unmount (WorkspaceRegistry::Release) and come back with the same numbers.
+TEST_F(WorkspaceTest, InodeNumbersFollowTheCommitAndPristineForksAreReleased) {
+  Ino a = ws_->Mkdir(kRootIno, "a", 0755, {})->ino;
+  Ino ab = ws_->Mkdir(a, "b", 0755, {})->ino;
+  Create(ab, "deep", "1");
+  Ino f = Create(a, "file", "2");
+  ASSERT_TRUE(ws_->Link(f, kRootIno, "link").ok());
+  ASSERT_TRUE(ws_->Mkdir(kRootIno, "empty", 0700, {}).ok());
+  ASSERT_TRUE(ws_->Symlink(kRootIno, "sym", "a/file", {}).ok());
+  Create(kRootIno, "z", "3");
+  auto c = ws_->Commit("tree");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_TRUE(store_->Fork("f1", c->Hex()).ok());
+
+  WorkspaceRegistry reg(*store_);
+  auto w1 = reg.Get("f1");
+  ASSERT_TRUE(w1.ok());
+  auto forward = Numbers(**w1, false);
+  ASSERT_EQ(forward.size(), 8u);
+  // Depth-first: /a=2, /a/b=3, /a/b/deep=4, /a/file=5, /empty=6, /link=/a/file, /sym=8, /z=9.
+  EXPECT_EQ(forward["/a"], 2u);
+  EXPECT_EQ(forward["/a/b"], 3u);
+  EXPECT_EQ(forward["/a/b/deep"], 4u);
+  EXPECT_EQ(forward["/a/file"], forward["/link"]);
+  EXPECT_EQ(forward["/empty"], 6u);
+  EXPECT_EQ(forward["/z"], 9u);
+  EXPECT_TRUE((*w1)->pristine());
+
+  auto view = Workspace::Open(*store_, {.read_only = true, .branch = "", .commit = *c});
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(Numbers(**view, true), forward);
+
+  // Released: the state is gone; reopened and walked in another order, the same numbers.
+  w1->reset();
+  reg.Release("f1");
+  EXPECT_FALSE(kv_->Get(kv::Cf::kMeta, "ws/f1").value().has_value());
+  auto w2 = reg.Get("f1");
+  ASSERT_TRUE(w2.ok());
+  EXPECT_EQ(Numbers(**w2, true), forward);
+
+  // A change makes it keep its state; a new file's number is above the Commit's range.
+  auto n = (*w2)->Mknod(kRootIno, "new", S_IFREG | 0644, 0, {});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->ino, 10u);
+  EXPECT_FALSE((*w2)->pristine());
+  w2->reset();
+  reg.Release("f1");
+  EXPECT_TRUE(kv_->Get(kv::Cf::kMeta, "ws/f1").value().has_value());
+  auto w3 = reg.Get("f1");
+  ASSERT_TRUE(w3.ok());
+  auto after = Numbers(**w3, false);
+  EXPECT_EQ(after["/new"], 10u);
+  after.erase("/new");
+  EXPECT_EQ(after, forward);
+  // Held elsewhere: not released even when pristine.
+  auto w4 = reg.Get("main");
+  ASSERT_TRUE(w4.ok());
+  ASSERT_TRUE(store_->Fork("f2", c->Hex()).ok());
+  auto w5 = reg.Get("f2");
+  ASSERT_TRUE(w5.ok());
+  reg.Release("f2");
+  EXPECT_TRUE(kv_->Get(kv::Cf::kMeta, "ws/f2").value().has_value());
 }
 
 // A random sequence of operations on the Workspace and on a std::map model of the tree (paths
