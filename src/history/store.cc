@@ -104,6 +104,33 @@ static Status DecodeConfig(std::string_view v, Store::Impl* c) {
   return Status::Ok();
 }
 
+// LAYERFS_TUNING="level=9,small_level=19,..." overrides the encoder's tuning (benchmarks only).
+static objects::Tuning TuningFromEnv() {
+  objects::Tuning t;
+  const char* env = getenv("LAYERFS_TUNING");
+  if (!env) return t;
+  std::string all(env);
+  size_t pos = 0;
+  while (pos < all.size()) {
+    size_t end = all.find(',', pos);
+    if (end == std::string::npos) end = all.size();
+    std::string kv = all.substr(pos, end - pos);
+    pos = end + 1;
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = kv.substr(0, eq);
+    double v = atof(kv.c_str() + eq + 1);
+    if (k == "level") t.level = int(v);
+    else if (k == "small_level") t.small_level = int(v);
+    else if (k == "small_below") t.small_below = size_t(v);
+    else if (k == "large_full_level") t.large_full_level = int(v);
+    else if (k == "estimate_level") t.estimate_level = int(v);
+    else if (k == "snapshot_depth") t.snapshot_depth = uint32_t(v);
+    else if (k == "raw_below") t.raw_below = size_t(v);
+  }
+  return t;
+}
+
 Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> owned,
                                            const Policy* create_policy, std::string path) {
   auto st = std::unique_ptr<Store>(new Store());
@@ -122,7 +149,7 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
   } else {
     LFS_TRY(DecodeConfig(*cfg, st->impl_.get()));
   }
-  st->objects_ = std::make_unique<objects::ObjectStore>(kv, st->impl_->seed, st->impl_->policy);
+  st->objects_ = std::make_unique<objects::ObjectStore>(kv, st->impl_->seed, st->impl_->policy, TuningFromEnv());
   if (fresh) {
     // The first Commit: an empty tree, so every branch always has a head.
     LFS_ASSIGN(auto root, st->objects_->Put(Kind::kTree, objects::EncodeTree({}), std::nullopt));

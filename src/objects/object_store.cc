@@ -258,8 +258,6 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
   // under RocksDB's block compression, hence its 9/10.
   std::string best;
   double best_cost = 0;
-  int best_level = 0;
-  std::optional<std::string> best_base;  // base content of the best delta
   for (const auto& [bid, bdepth] : candidates) {
     auto base_content = Get(kind, bid, txn);
     if (!base_content.ok()) continue;
@@ -270,8 +268,6 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
     if (best.empty() || cost < best_cost) {
       best_cost = cost;
       best = rec.append(delta);
-      best_level = level;
-      best_base = std::move(*base_content);
     }
   }
   // The full copy: small ones as EncodeFull stores them; a large one is first sized with a fast
@@ -291,17 +287,6 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
     bool raw = static_cast<Encoding>(full[1]) == Encoding::kRaw;
     double cost = full.size() * (raw ? 9.0 / 10 : 1.0) / (cap + 1);
     if (best.empty() || cost <= best_cost) return full;
-  }
-  // A large delta (a big file across a major change) is worth one slower pass.
-  if (best_level < tuning_.large_full_level && best.size() > tuning_.redo_delta_above && best_base) {
-    auto info = ParseRecord(best);
-    std::string_view payload;
-    (void)ParseRecord(best, &payload);
-    if (info.ok()) {
-      auto again = codec::EncodeDelta(*best_base, content, tuning_.large_full_level);
-      if (again.ok() && again->size() < payload.size())
-        best = RecordHeader(kind, Encoding::kDelta, info->depth, content.size(), &info->base).append(*again);
-    }
   }
   return best;
 }
@@ -347,6 +332,13 @@ void ObjectStore::TakeBatch(kv::Batch* batch, Txn* txn) {
   if (txn) return move_out(*txn);
   std::lock_guard l(mu_);
   move_out(shared_);
+}
+
+void ObjectStore::Absorb(Txn* into, Txn* from) {
+  for (auto& e : from->batch_.entries()) into->batch_.Add(e);
+  for (auto& [k, v] : from->records_) into->records_[k] = std::move(v);
+  from->batch_.Clear();
+  from->records_.clear();
 }
 
 Status ObjectStore::Flush() {

@@ -5,7 +5,10 @@
 // its committed tree id. Objects are staged in a Txn; publishing (the Commit, the ref, folding
 // committed blocks back into origins, clearing marks whose generation did not move) is one
 // synced batch under the workspace lock, so a write lands wholly in this Commit or the next.
+#include <algorithm>
+#include <atomic>
 #include <functional>
+#include <thread>
 #include <set>
 #include <unordered_map>
 
@@ -17,6 +20,58 @@
 namespace layerfs::workspace {
 
 using objects::Kind;
+
+Result<std::map<Ino, std::pair<ObjectId, bool>>> Workspace::Impl::StoreContents(std::vector<Inode> files,
+                                                                                const kv::Snapshot* snap,
+                                                                                objects::Txn* txn) {
+  std::map<Ino, std::pair<ObjectId, bool>> out;
+  auto store_one = [&](const Inode& n, objects::Txn* t) -> Result<history::StoredContent> {
+    LFS_ASSIGN(std::string data, ReadRange(n, 0, n.size, snap));
+    TreeEntry prev;
+    prev.type = EntryType::kFile;
+    prev.id = n.origin;
+    prev.chunked = n.origin_chunked;
+    return history::WriteContent(store_.objects(), data, n.has_origin ? &prev : nullptr, t);
+  };
+  uint64_t total = 0;
+  for (const auto& n : files) total += n.size;
+  size_t workers = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), files.size());
+  if (workers <= 1 || total < kParallelContentBytes) {
+    for (const auto& n : files) {
+      LFS_ASSIGN(auto c, store_one(n, txn));
+      out[n.ino] = {c.id, c.chunked};
+    }
+    return out;
+  }
+  // Largest first, so the long encodings start early and the small ones fill in around them.
+  std::sort(files.begin(), files.end(), [](const Inode& a, const Inode& b) { return a.size > b.size; });
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<objects::Txn> txns(workers);
+  std::vector<Status> errors(workers);
+  std::vector<std::vector<std::pair<Ino, history::StoredContent>>> got(workers);
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < workers; w++) {
+    threads.emplace_back([&, w] {
+      for (size_t i; !failed && (i = next++) < files.size();) {
+        auto c = store_one(files[i], &txns[w]);
+        if (!c.ok()) {
+          errors[w] = c.status();
+          failed = true;
+          return;
+        }
+        got[w].emplace_back(files[i].ino, *c);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) LFS_TRY(e);
+  for (size_t w = 0; w < workers; w++) {
+    store_.objects().Absorb(txn, &txns[w]);
+    for (const auto& [ino, c] : got[w]) out[ino] = {c.id, c.chunked};
+  }
+  return out;
+}
 
 Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* snap, objects::Txn* txn) {
   Built out;
@@ -39,12 +94,17 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
     }
     return Status::Ok();
   };
+  std::vector<Inode> changed_files;  // whose content must be stored
   for (const auto& [ino, gen] : out.dirty) {
     auto n = Load(ino, snap);
     if (!n.ok()) continue;  // removed since
     if (n->is_dir()) LFS_TRY(up(ino));
     for (Ino p : n->parents) LFS_TRY(up(p));
+    if (n->type == EntryType::kFile && n->nlink > 0 &&
+        (n->has_blocks || !n->has_origin || n->valid_len != n->size || n->origin_size != n->size))
+      changed_files.push_back(std::move(*n));
   }
+  LFS_ASSIGN(auto stored, StoreContents(std::move(changed_files), snap, txn));
   // Hard links of the base: their directories are rebuilt too, so every link group of the
   // new tree is named by a current inode (an unchanged subtree would keep the base's group
   // numbers, which another workspace's inodes may reuse).
@@ -119,17 +179,10 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
         if (auto it = files_done.find(n.ino); it != files_done.end()) {
           e.id = it->second.first;
           e.chunked = it->second.second;
-        } else if (out.dirty.count(n.ino) && (n.has_blocks || !n.has_origin || n.valid_len != n.size ||
-                                              n.origin_size != n.size)) {
-          LFS_ASSIGN(std::string data, ReadRange(n, 0, n.size, snap));
-          TreeEntry prev;
-          prev.type = EntryType::kFile;
-          prev.id = n.origin;
-          prev.chunked = n.origin_chunked;
-          LFS_ASSIGN(auto stored, history::WriteContent(store_.objects(), data, n.has_origin ? &prev : nullptr, txn));
-          e.id = stored.id;
-          e.chunked = stored.chunked;
-          out.new_origins[n.ino] = {e.id, e.chunked};
+        } else if (auto it = stored.find(n.ino); it != stored.end()) {
+          e.id = it->second.first;
+          e.chunked = it->second.second;
+          out.new_origins[n.ino] = it->second;
         } else {
           e.id = n.has_origin ? n.origin : ObjectId{};
           e.chunked = n.origin_chunked;

@@ -49,6 +49,11 @@ class Workspace::Impl {
     std::map<Ino, uint64_t> dirty;                         // as of the snapshot
   };
   Result<Built> BuildTrees(const kv::Snapshot* snap, objects::Txn* txn);
+  // Reads and stores the content of `files` (as of `snap`) into `txn`, encoding on one worker
+  // per CPU when there is enough of it; returns each inode's (content id, chunked).
+  static constexpr uint64_t kParallelContentBytes = 256 << 10;
+  Result<std::map<Ino, std::pair<ObjectId, bool>>> StoreContents(std::vector<Inode> files,
+                                                                 const kv::Snapshot* snap, objects::Txn* txn);
 
   Store& store_;
   kv::Kv& kv_;
