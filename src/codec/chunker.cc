@@ -46,6 +46,10 @@ size_t NextCut(const uint8_t* p, size_t n, const ChunkerParams& c) {
 
 }  // namespace
 
+size_t NextCutLength(std::string_view data, const ChunkerParams& p) {
+  return NextCut(reinterpret_cast<const uint8_t*>(data.data()), data.size(), p);
+}
+
 std::vector<size_t> ChunkLengths(std::string_view data, const ChunkerParams& p) {
   std::vector<size_t> out;
   auto* b = reinterpret_cast<const uint8_t*>(data.data());

@@ -14,6 +14,9 @@ struct ChunkerParams {
   size_t max_size = 1 << 20;
 };
 
+// The length of the first chunk of `data`; it depends on no byte past max_size, so a stream
+// cut with a window of max_size bytes ahead (or its end) gets the cuts of ChunkLengths.
+size_t NextCutLength(std::string_view data, const ChunkerParams& p = {});
 // Returns the lengths of consecutive chunks covering `data` (empty for empty data).
 std::vector<size_t> ChunkLengths(std::string_view data, const ChunkerParams& p = {});
 

@@ -8,10 +8,12 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <functional>
 #include <map>
 
 #include "layerfs/store.h"
+#include "history/file_content.h"
 
 namespace layerfs {
 
@@ -22,16 +24,21 @@ Status Err(std::string_view what, const std::string& path) {
   return Status::Errorf(e, "{} {}: {}", what, path, strerror(e));
 }
 
-Status WriteAll(int fd, std::string_view data, const std::string& path) {
+Status WriteAllAt(int fd, std::string_view data, uint64_t off, const std::string& path) {
   while (!data.empty()) {
-    ssize_t n = write(fd, data.data(), data.size());
+    ssize_t n = pwrite(fd, data.data(), data.size(), static_cast<off_t>(off));
     if (n < 0) {
       if (errno == EINTR) continue;
       return Err("write", path);
     }
     data.remove_prefix(n);
+    off += n;
   }
   return Status::Ok();
+}
+
+bool AllZero(std::string_view d) {
+  return d.empty() || (d[0] == 0 && memcmp(d.data(), d.data() + 1, d.size() - 1) == 0);
 }
 
 // True if `dir` has no entries; sets errno and returns false when it cannot be read.
@@ -100,8 +107,17 @@ Status Store::Export(const ObjectId& commit, const std::string& dir) {
         case EntryType::kFile: {
           int fd = openat(dfd, n, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
           if (fd < 0) return Err("create", p);
-          auto data = ReadFile(e);
-          Status s = data.ok() ? WriteAll(fd, *data, p) : data.status().Context(p);
+          // Piecewise (a chunked file a chunk at a time); runs of zeros become holes.
+          uint64_t off = 0;
+          auto sink = [&](std::string_view d) -> Status {
+            Status ws = AllZero(d) ? Status::Ok() : WriteAllAt(fd, d, off, p);
+            off += d.size();
+            return ws;
+          };
+          auto n_read = history::ReadContentTo(objects(), e.id, e.chunked, sink);
+          Status s = n_read.ok() ? Status::Ok() : n_read.status().Context(p);
+          if (s.ok() && *n_read != e.size) s = Status::Corrupt(fmt::format("{}: size does not match its entry", p));
+          if (s.ok() && ftruncate(fd, static_cast<off_t>(e.size)) != 0) s = Err("truncate", p);
           close(fd);
           LFS_TRY(s);
           break;

@@ -76,24 +76,6 @@ Status Errno(std::string_view what, const std::string& path) {
   return Status::Errorf(e, "{} {}: {}", what, path, strerror(e));
 }
 
-Result<std::string> ReadAll(int fd, const std::string& path, uint64_t size_hint) {
-  std::string out;
-  out.resize(size_hint);
-  size_t have = 0;
-  for (;;) {
-    if (have == out.size()) out.resize(std::max<size_t>(out.size() * 2, 1 << 16));
-    ssize_t n = read(fd, out.data() + have, out.size() - have);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno("read", path);
-    }
-    if (n == 0) break;
-    have += n;
-  }
-  out.resize(have);
-  return out;
-}
-
 Status ReadXattrs(const std::string& path, std::vector<std::pair<std::string, std::string>>* out) {
   ssize_t n = llistxattr(path.c_str(), nullptr, 0);
   if (n < 0) return (errno == ENOTSUP || errno == ENODATA) ? Status::Ok() : Errno("list xattrs of", path);
@@ -252,12 +234,26 @@ class Importer {
     if (!done) {
       Fd fd(openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
       if (fd.fd < 0) return Errno("open", abs);
-      LFS_ASSIGN(std::string data, ReadAll(fd.fd, abs, sb.st_size));
-      if (data.size() != static_cast<uint64_t>(sb.st_size))
-        return Status::Errorf(EAGAIN, "{} changed size while it was imported", abs);
+      const uint64_t size = sb.st_size;
+      auto changed = [&] { return Status::Errorf(EAGAIN, "{} changed size while it was imported", abs); };
+      // Read piecewise: a chunked file is never whole in memory.
+      auto read = [&](uint64_t off, size_t len) -> Result<std::string> {
+        std::string buf(len, '\0');
+        size_t have = 0;
+        while (have < len) {
+          ssize_t n = pread(fd.fd, buf.data() + have, len - have, static_cast<off_t>(off + have));
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0) return Errno("read", abs);
+          if (n == 0) return changed();
+          have += n;
+        }
+        return buf;
+      };
       stats_.hashed++;
-      const TreeEntry* base = prev && prev->type == EntryType::kFile ? prev : SimilarFile(name, data.size());
-      LFS_ASSIGN(auto stored, history::WriteContent(os_, data, base));
+      const TreeEntry* base = prev && prev->type == EntryType::kFile ? prev : SimilarFile(name, size);
+      LFS_ASSIGN(auto stored, history::WriteContentFrom(os_, size, read, base));
+      char extra;
+      if (pread(fd.fd, &extra, 1, static_cast<off_t>(size)) > 0) return changed();
       e->id = stored.id;
       e->chunked = stored.chunked;
       Count(stored.objects_added, stored.bytes_added);

@@ -304,7 +304,13 @@ Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
       if (!existing.ok() && existing.status().code() != EIO) return existing.status();
       continue;  // a collision (or a damaged object we must not dedup against)
     }
-    LFS_ASSIGN(std::string record, ChooseEncoding(kind, content, base, txn));
+    if (txn && txn->dry_ && (kind == Kind::kBlob || kind == Kind::kChunk)) return PutResult{id, true, 0};
+    std::string record;
+    if (txn && txn->dry_) {
+      record = RecordHeader(kind, Encoding::kRaw, 0, content.size(), nullptr).append(content);
+    } else {
+      LFS_ASSIGN(record, ChooseEncoding(kind, content, base, txn));
+    }
     size_t stored = record.size();
     bool flush = false;
     if (txn) {

@@ -71,10 +71,15 @@ struct PutResult {
 // them. Not thread-safe: one owner at a time.
 class Txn {
  public:
+  // A dry Txn is for ids only (`status`): file content (blobs, chunks) is hashed, not encoded or
+  // staged; trees and chunk lists are staged unencoded so they can be read back.
+  explicit Txn(bool dry = false) : dry_(dry) {}
   bool empty() const { return batch_.empty(); }
+  bool dry() const { return dry_; }
 
  private:
   friend class ObjectStore;
+  bool dry_;
   kv::Batch batch_;
   // Staged records by column family byte + id: a tree and a blob may share an id (the same
   // bytes) and are still different records.

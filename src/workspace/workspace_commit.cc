@@ -26,12 +26,12 @@ Result<std::map<Ino, std::pair<ObjectId, bool>>> Workspace::Impl::StoreContents(
                                                                                 objects::Txn* txn) {
   std::map<Ino, std::pair<ObjectId, bool>> out;
   auto store_one = [&](const Inode& n, objects::Txn* t) -> Result<history::StoredContent> {
-    LFS_ASSIGN(std::string data, ReadRange(n, 0, n.size, snap));
     TreeEntry prev;
     prev.type = EntryType::kFile;
     prev.id = n.origin;
     prev.chunked = n.origin_chunked;
-    return history::WriteContent(store_.objects(), data, n.has_origin ? &prev : nullptr, t);
+    auto read = [&](uint64_t off, size_t len) { return ReadRange(n, off, len, snap); };
+    return history::WriteContentFrom(store_.objects(), n.size, read, n.has_origin ? &prev : nullptr, t);
   };
   uint64_t total = 0;
   for (const auto& n : files) total += n.size;
@@ -47,7 +47,8 @@ Result<std::map<Ino, std::pair<ObjectId, bool>>> Workspace::Impl::StoreContents(
   std::sort(files.begin(), files.end(), [](const Inode& a, const Inode& b) { return a.size > b.size; });
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
-  std::vector<objects::Txn> txns(workers);
+  std::vector<objects::Txn> txns;
+  for (size_t w = 0; w < workers; w++) txns.emplace_back(txn->dry());
   std::vector<Status> errors(workers);
   std::vector<std::vector<std::pair<Ino, history::StoredContent>>> got(workers);
   std::vector<std::thread> threads;
@@ -297,7 +298,7 @@ Result<std::vector<DiffEntry>> Workspace::Changes() {
     snap = im->kv_.GetSnapshot();
     base = im->base_;
   }
-  objects::Txn txn;  // discarded: nothing is stored
+  objects::Txn txn(/*dry=*/true);  // ids only, discarded: nothing is encoded or stored
   LFS_ASSIGN(auto built, im->BuildTrees(snap.get(), &txn));
   LFS_ASSIGN(auto c, im->store_.GetCommit(base));
   return im->store_.DiffTrees(c.root, built.root, &txn);

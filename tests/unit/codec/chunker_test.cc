@@ -35,6 +35,21 @@ TEST(Chunker, DeterministicAndCovering) {
   EXPECT_LT(a.size(), 130u);
 }
 
+// Cutting a stream with a window of max_size bytes ahead gives the cuts of the whole.
+TEST(Chunker, NextCutLengthStreamsTheSameCuts) {
+  ChunkerParams p;
+  std::string data = RandomBytes(9 << 20, 5) + std::string(3 << 20, '\0') + RandomBytes(700000, 6);
+  std::vector<size_t> streamed;
+  for (size_t off = 0; off < data.size();) {
+    std::string_view window = std::string_view(data).substr(off, p.max_size);
+    size_t n = NextCutLength(window, p);
+    ASSERT_GT(n, 0u);
+    streamed.push_back(n);
+    off += n;
+  }
+  EXPECT_EQ(streamed, ChunkLengths(data));
+}
+
 TEST(Chunker, MinAndMaxRespected) {
   ChunkerParams p;
   std::string data = RandomBytes(6 << 20, 3);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 
+#include "history/file_content.h"
 #include "store_fixture.h"
 #include "objects/object_store.h"
 #include "objects/tree.h"
@@ -150,6 +151,61 @@ void BuildRichTree(const std::string& src, bool with_xattrs) {
     else SetMtime(it->path(), t++, ns++);
   }
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) SetMtime(*it, t++, ns++);
+}
+
+// A chunked file is stored and read back piecewise, never whole: the reader is asked for at
+// most a few chunking windows at a time, and the result is the one of storing it whole.
+TEST_F(StoreTest, LargeContentIsWrittenAndReadPiecewise) {
+  std::string data = RandomBytes(24 << 20, 11);
+  size_t largest_read = 0, reads = 0;
+  auto read = [&](uint64_t off, size_t len) -> Result<std::string> {
+    largest_read = std::max(largest_read, len);
+    reads++;
+    return data.substr(off, len);
+  };
+  auto& os = store_->objects();
+  auto piecewise = history::WriteContentFrom(os, data.size(), read, nullptr);
+  ASSERT_TRUE(piecewise.ok()) << piecewise.status().ToString();
+  EXPECT_TRUE(piecewise->chunked);
+  EXPECT_LE(largest_read, 4u << 20);
+  EXPECT_GE(reads, 6u);
+  auto whole = history::WriteContent(os, data, nullptr);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->id, piecewise->id);
+  size_t pieces = 0, largest_piece = 0;
+  std::string back;
+  auto n = history::ReadContentTo(os, piecewise->id, true, [&](std::string_view d) {
+    pieces++;
+    largest_piece = std::max(largest_piece, d.size());
+    back.append(d);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, data.size());
+  EXPECT_EQ(back, data);
+  EXPECT_GT(pieces, 20u);
+  EXPECT_LE(largest_piece, 1u << 20);
+  // A reader that fails (or comes back short) fails the write.
+  auto failing = [&](uint64_t off, size_t len) -> Result<std::string> {
+    if (off > (8u << 20)) return Status::Error(EIO, "disk gone");
+    return data.substr(off, len);
+  };
+  EXPECT_EQ(history::WriteContentFrom(os, data.size(), failing, nullptr).status().code(), EIO);
+}
+
+// Export writes runs of zeros as holes: a mostly empty large file stays sparse.
+TEST_F(StoreTest, ExportKeepsZeroRunsSparse) {
+  fs::create_directories(tmp_ / "src");
+  std::string data(64 << 20, '\0');
+  std::string head = RandomBytes(1 << 20, 12);
+  data.replace(0, head.size(), head);
+  WriteFile(tmp_ / "src/sparse.img", data);
+  ObjectId c = Import(tmp_ / "src");
+  ASSERT_TRUE(store_->Export(c, tmp_ / "out").ok());
+  EXPECT_EQ(ReadFileBytes(tmp_ / "out/sparse.img"), data);
+  struct stat sb;
+  ASSERT_EQ(stat((tmp_ / "out/sparse.img").c_str(), &sb), 0);
+  EXPECT_LT(static_cast<uint64_t>(sb.st_blocks) * 512, 16u << 20) << "zeros were written out";
 }
 
 TEST_F(StoreTest, ImportExportRoundTrip) {

@@ -152,6 +152,36 @@ TEST_F(WorkspaceTest, UncommittedStateSurvivesReopenAndCommitSeesIt) {
   EXPECT_TRUE(ws_->Changes()->empty());
 }
 
+// status encodes and stores nothing: it hashes the changed content only, and still names every
+// change the next commit makes.
+TEST_F(WorkspaceTest, ChangesStoresNothing) {
+  Ino f = Create(kRootIno, "f", std::string(300000, 'x'));
+  Create(kRootIno, "g", "small");
+  ASSERT_TRUE(ws_->Commit("base").ok());
+  auto objects = [&] {
+    auto st = store_->Stats();
+    EXPECT_TRUE(st.ok());
+    uint64_t n = 0;
+    for (auto& [k, v] : st->objects) n += v;
+    return n;
+  };
+  uint64_t before = objects();
+  ASSERT_TRUE(ws_->Write(f, 1000, "changed").ok());
+  Create(kRootIno, "big", std::string(5 << 20, 'b'));  // chunked
+  ASSERT_TRUE(ws_->Unlink(kRootIno, "g").ok());
+  auto ch = ws_->Changes();
+  ASSERT_TRUE(ch.ok()) << ch.status().message();
+  std::map<std::string, char> got;
+  for (const auto& d : *ch) got[d.path] = d.change;
+  EXPECT_EQ(got, (std::map<std::string, char>{{"big", 'A'}, {"f", 'M'}, {"g", 'D'}}));
+  EXPECT_EQ(objects(), before);
+  // The same content written back: no change at all.
+  ASSERT_TRUE(ws_->Write(f, 1000, "xxxxxxx").ok());
+  ch = ws_->Changes();
+  ASSERT_TRUE(ch.ok());
+  for (const auto& d : *ch) EXPECT_NE(d.path, "f");
+}
+
 TEST_F(WorkspaceTest, ResetDiscardsChanges) {
   Create(kRootIno, "a", "1");
   auto c1 = ws_->Commit("a");
