@@ -7,6 +7,8 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "cli/cli.h"
@@ -73,10 +75,56 @@ Status StartDaemon(const std::string& store) {
   return Status::Error(ETIMEDOUT, "layerfsd did not answer");
 }
 
+// `mount -t fuse.layerfs STORE:REF DIR -o OPTS` and fstab entries of that type reach us through
+// mount.fuse3 as `layerfs STORE:REF DIR [-o OPTS]`; that becomes
+// `layerfs --store STORE mount REF DIR [--read-only] [--allow-other] [--threads]`. REF never holds
+// a ':', so the last one splits. Generic mount options are the kernel's or mount's business.
+Result<std::optional<std::vector<std::string>>> FromMountHelper(const std::vector<std::string>& args) {
+  using R = std::optional<std::vector<std::string>>;
+  if (args.size() < 3 || args[1].empty() || args[1][0] == '-') return R();
+  const size_t colon = args[1].rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == args[1].size()) return R();
+  std::vector<std::string> out = {args[0], "--store", args[1].substr(0, colon), "mount",
+                                  args[1].substr(colon + 1), args[2]};
+  static const std::set<std::string> kIgnored = {
+      "rw", "defaults", "auto", "noauto", "user", "nouser", "users", "nofail", "_netdev", "dev", "nodev",
+      "suid", "nosuid", "exec", "noexec", "atime", "noatime", "relatime", "strictatime", "async",
+      "default_permissions"};
+  for (size_t i = 3; i < args.size(); i++) {
+    if (args[i] != "-o" || i + 1 == args.size()) {
+      return Status::Invalid(fmt::format("mount helper: unexpected argument '{}'", args[i]));
+    }
+    std::string opts = args[++i];
+    size_t pos = 0;
+    while (pos <= opts.size()) {
+      size_t end = opts.find(',', pos);
+      if (end == std::string::npos) end = opts.size();
+      std::string o = opts.substr(pos, end - pos);
+      pos = end + 1;
+      if (o.empty() || kIgnored.count(o) || o.rfind("x-", 0) == 0 || o.rfind("comment=", 0) == 0) continue;
+      if (o == "ro") out.push_back("--read-only");
+      else if (o == "allow_other") out.push_back("--allow-other");
+      else if (o == "threads") out.push_back("--threads");
+      else return Status::Invalid(fmt::format("mount option '{}' is not supported", o));
+    }
+  }
+  return R(std::move(out));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
+  auto helper = FromMountHelper(args);
+  if (!helper.ok()) return Fail(helper.status().message(), 2);
+  std::vector<char*> helper_argv;
+  if (*helper) {
+    args = std::move(**helper);
+    for (auto& a : args) helper_argv.push_back(a.data());
+    argc = static_cast<int>(helper_argv.size());
+    helper_argv.push_back(nullptr);
+    argv = helper_argv.data();
+  }
   char cwd[PATH_MAX];
   cli::Context ctx;
   ctx.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/";

@@ -7,7 +7,11 @@
 
 namespace layerfs::history {
 
-constexpr uint32_t kFormatVersion = 1;
+// 2: Workspace blocks under their own tag (docs/format.md). A version-1 Store opens and is
+// upgraded in place (its Workspaces move their blocks when they first open); older builds refuse
+// a version-2 Store instead of misreading it.
+constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr std::string_view kConfigKey = "config";
 inline constexpr std::string_view kRefPrefix = "ref/";     // + branch name -> 16-byte commit id
 inline constexpr std::string_view kStatPrefix = "stat/";   // + branch + '\0' + path -> stat entry

@@ -88,12 +88,12 @@ static std::string EncodeConfig(const Store::Impl& c) {
   return s;
 }
 
-static Status DecodeConfig(std::string_view v, Store::Impl* c) {
+static Status DecodeConfig(std::string_view v, Store::Impl* c, uint32_t* version) {
   base::Reader r(v);
-  uint32_t ver;
+  uint32_t& ver = *version;
   uint64_t w, ch, m;
   if (!r.Fixed32(&ver)) return Status::Corrupt("store config is damaged");
-  if (ver != history::kFormatVersion)
+  if (ver < history::kOldestFormatVersion || ver > history::kFormatVersion)
     return Status::Errorf(EPROTO, "store format version {} is not supported (this build reads {})", ver,
                           history::kFormatVersion);
   int64_t created;
@@ -147,7 +147,19 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
     st->impl_->policy = *create_policy;
     st->impl_->created = NowNanos() / 1000000000;
   } else {
-    LFS_TRY(DecodeConfig(*cfg, st->impl_.get()));
+    uint32_t version = 0;
+    LFS_TRY(DecodeConfig(*cfg, st->impl_.get(), &version));
+    if (version < history::kFormatVersion) {
+      // Upgrade in place: what changed is read both ways (Workspaces migrate as they open).
+      kv::Batch b;
+      b.Put(kv::Cf::kMeta, history::kConfigKey, EncodeConfig(*st->impl_));
+      LFS_TRY(kv->Write(b, true));
+      if (!st->path_.empty()) {
+        std::ofstream marker(st->path_ + "/LAYERFS");
+        marker << "LayerFS store, format " << history::kFormatVersion << ", policy "
+               << st->impl_->policy.ToString() << "\n";
+      }
+    }
   }
   st->objects_ = std::make_unique<objects::ObjectStore>(kv, st->impl_->seed, st->impl_->policy, TuningFromEnv());
   if (fresh) {

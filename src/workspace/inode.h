@@ -14,8 +14,9 @@
 namespace layerfs::workspace {
 
 // FORMAT: key tags; never change.
+constexpr char kTagBlock = 'B';   // prefix|B|ino|block -> 64 KiB data block
 constexpr char kTagState = 'S';   // prefix|S -> state record
-constexpr char kTagInode = 'I';   // prefix|I|ino -> inode; prefix|I|ino|block -> 64 KiB data block
+constexpr char kTagInode = 'I';   // prefix|I|ino -> inode (prefix|I|ino|block: blocks of older builds)
 constexpr char kTagEntry = 'D';   // prefix|D|dir ino|name -> varint child ino, u8 EntryType
 constexpr char kTagDirty = 'X';   // prefix|X|ino -> varint generation of the last change
 constexpr char kTagOrphan = 'O';  // prefix|O|ino -> "" (unlinked, awaiting forget)
@@ -56,13 +57,20 @@ class Keys {
   const std::string& prefix() const { return prefix_; }
   std::string State() const { return prefix_ + kTagState; }
   std::string Inode(Ino ino) const { return Tagged(kTagInode, ino); }
+  // Blocks sort before every other record of the Workspace: a flush during a long sequential
+  // write then spans [its first new block, the metadata], which overlaps only the table holding
+  // the metadata, not every table of the file's earlier blocks (as blocks filed right after
+  // their inode record did: each compaction rewrote the whole file so far).
   std::string Block(Ino ino, uint64_t block) const {
-    std::string k = Inode(ino);
+    std::string k = Tagged(kTagBlock, ino);
     base::PutBigEndian64(&k, block);
     return k;
   }
   // [Block(ino, first), end of ino's blocks)
+  std::string BlocksEnd(Ino ino) const { return Tagged(kTagBlock, ino + 1); }
   std::string InodeEnd(Ino ino) const { return Tagged(kTagInode, ino + 1); }
+  // Blocks as older builds filed them: prefix|I|ino|block.
+  static constexpr size_t kLegacyBlockKeySize = 8 + 1 + 8 + 8;
   std::string EntryPrefix(Ino dir) const { return Tagged(kTagEntry, dir); }
   std::string Entry(Ino dir, std::string_view name) const { return EntryPrefix(dir).append(name); }
   std::string Dirty(Ino ino) const { return Tagged(kTagDirty, ino); }

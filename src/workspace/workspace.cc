@@ -288,7 +288,7 @@ void Workspace::Impl::DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64
   if (end - first <= 256) {
     for (uint64_t blk = first; blk < end; blk++) b->Delete(kv::Cf::kWorkspace, keys_.Block(ino, blk));
   } else {
-    b->DeleteRange(kv::Cf::kWorkspace, keys_.Block(ino, first), keys_.InodeEnd(ino));
+    b->DeleteRange(kv::Cf::kWorkspace, keys_.Block(ino, first), keys_.BlocksEnd(ino));
   }
 }
 
@@ -338,6 +338,25 @@ Result<Inode> Workspace::Impl::NewInode(EntryType type, uint32_t perm, const Cal
   n.nlink = type == EntryType::kDir ? 2 : 1;
   n.materialized = type == EntryType::kDir;
   return n;
+}
+
+Status Workspace::Impl::MigrateLegacyBlocks() {
+  // Older builds filed blocks as prefix|I|ino|block, beside the inode records. Moved in batches
+  // of about 64 MiB, each atomic (a Put of the new key, a Delete of the old): after a crash the
+  // next open finds the rest.
+  const std::string from = keys_.prefix() + kTagInode, to = history::PrefixEnd(from);
+  for (;;) {
+    kv::Batch b;
+    LFS_TRY(kv_.Scan(kv::Cf::kWorkspace, from, to, [&](auto k, auto v) {
+      if (k.size() != Keys::kLegacyBlockKeySize) return true;
+      Ino ino = Keys::InoAt(k, keys_.prefix().size() + 1);
+      b.Put(kv::Cf::kWorkspace, keys_.Block(ino, base::GetBigEndian64(k.data() + k.size() - 8)), v);
+      b.Delete(kv::Cf::kWorkspace, k);
+      return b.ApproximateBytes() < (64u << 20);
+    }));
+    if (b.empty()) return Status::Ok();
+    LFS_TRY(kv_.Write(b, true));
+  }
 }
 
 Status Workspace::Impl::InitFresh(const ObjectId& commit) {
@@ -447,12 +466,14 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
   if (fresh) {
     LFS_TRY(impl->InitFresh(*head));
   } else {
+    LFS_TRY(impl->MigrateLegacyBlocks());
     // Inodes unlinked while open when the last process ended: nobody holds them now.
     kv::Batch b;
     std::string op = impl->keys_.OrphanPrefix();
     LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, op, history::PrefixEnd(op), [&](auto k, auto) {
       Ino ino = Keys::InoAt(k, op.size());
       b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Inode(ino), impl->keys_.InodeEnd(ino));
+      b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Block(ino, 0), impl->keys_.BlocksEnd(ino));
       b.Delete(kv::Cf::kWorkspace, impl->keys_.Dirty(ino));
       b.Delete(kv::Cf::kWorkspace, k);
       return true;
@@ -840,7 +861,7 @@ Result<uint64_t> Workspace::Lseek(Ino ino, uint64_t off, int whence) {
   // Data: origin bytes below valid_len, and stored blocks.
   std::vector<uint64_t> blocks;
   if (n.has_blocks) {
-    LFS_TRY(impl_->kv_.Scan(kv::Cf::kWorkspace, impl_->keys_.Block(ino, 0), impl_->keys_.InodeEnd(ino),
+    LFS_TRY(impl_->kv_.Scan(kv::Cf::kWorkspace, impl_->keys_.Block(ino, 0), impl_->keys_.BlocksEnd(ino),
                             [&](auto k, auto) {
                               blocks.push_back(base::GetBigEndian64(k.data() + k.size() - 8));
                               return true;

@@ -40,6 +40,7 @@ class Workspace::Impl {
   void DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64_t size);
   Result<Inode> NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent);
   Status InitFresh(const ObjectId& commit);  // REQUIRES: no state; writes state and root
+  Status MigrateLegacyBlocks();               // blocks of older builds to their current keys
 
   // Commit machinery (workspace_commit.cc).
   struct Built {

@@ -74,6 +74,43 @@ TEST_F(StoreTest, ReopenOnSameKvKeepsConfigAndRefs) {
   EXPECT_EQ(Cat(c, "f"), "hello");
 }
 
+// The format version: a version-1 Store opens and is upgraded in place; a newer or unknown one
+// is refused with EPROTO, unchanged.
+TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
+  WriteFile(tmp_ / "f", "hello");
+  ObjectId c = Import(tmp_.path());
+  store_.reset();
+  auto set_version = [&](uint32_t v) {
+    auto cfg = kv_->Get(kv::Cf::kMeta, "config");
+    ASSERT_TRUE(cfg.ok() && cfg->has_value());
+    std::string b = **cfg;
+    for (int i = 0; i < 4; i++) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+    kv::Batch batch;
+    batch.Put(kv::Cf::kMeta, "config", b);
+    ASSERT_TRUE(kv_->Write(batch, true).ok());
+  };
+  auto version = [&] {
+    auto cfg = kv_->Get(kv::Cf::kMeta, "config");
+    return static_cast<uint32_t>(static_cast<uint8_t>((**cfg)[0])) |
+           static_cast<uint32_t>(static_cast<uint8_t>((**cfg)[1])) << 8;
+  };
+  set_version(1);
+  auto st = Store::OpenOnKv(kv_.get(), Policy{});
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(version(), 2u);
+  store_ = std::move(*st);
+  EXPECT_EQ(Cat(c, "f"), "hello");
+  store_.reset();
+  for (uint32_t bad : {0u, 3u, 99u}) {
+    set_version(bad);
+    auto refused = Store::OpenOnKv(kv_.get(), Policy{});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().code(), EPROTO) << bad;
+    EXPECT_EQ(version(), bad);
+  }
+  set_version(2);
+}
+
 TEST_F(StoreTest, CreateOpenOnDisk) {
   std::string path = tmp_ / "store";
   {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "kv/kv.h"
+#include "workspace/inode.h"
 #include "workspace/registry.h"
 #include "../test_util.h"
 
@@ -180,6 +181,43 @@ TEST_F(WorkspaceTest, ChangesStoresNothing) {
   ch = ws_->Changes();
   ASSERT_TRUE(ch.ok());
   for (const auto& d : *ch) EXPECT_NE(d.path, "f");
+}
+
+// Blocks filed by older builds (prefix|I|ino|block) are moved to their current keys when the
+// Workspace opens, and read back the same.
+TEST_F(WorkspaceTest, LegacyBlockKeysAreMigratedOnOpen) {
+  std::string data(3 * kBlockSize + 100, '\0');
+  for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<char>('a' + i % 23);
+  Ino f = Create(kRootIno, "f", data);
+  // Rewrite every block key the old way.
+  std::vector<std::pair<std::string, std::string>> blocks;
+  ASSERT_TRUE(kv_->Scan(kv::Cf::kWorkspace, std::string(), std::string(64, '\xff'), [&](auto k, auto v) {
+    if (k.size() == Keys::kLegacyBlockKeySize && k[8] == kTagBlock) blocks.emplace_back(std::string(k), std::string(v));
+    return true;
+  }).ok());
+  ASSERT_EQ(blocks.size(), 4u);
+  kv::Batch b;
+  for (const auto& [k, v] : blocks) {
+    std::string legacy = k;
+    legacy[8] = kTagInode;
+    b.Put(kv::Cf::kWorkspace, legacy, v);
+    b.Delete(kv::Cf::kWorkspace, k);
+  }
+  ASSERT_TRUE(kv_->Write(b, false).ok());
+  Reopen();
+  auto back = ws_->Read(f, 0, data.size() + 10);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, data);
+  size_t legacy_left = 0, current = 0;
+  ASSERT_TRUE(kv_->Scan(kv::Cf::kWorkspace, std::string(), std::string(64, '\xff'), [&](auto k, auto) {
+    if (k.size() == Keys::kLegacyBlockKeySize) (k[8] == kTagInode ? legacy_left : current)++;
+    return true;
+  }).ok());
+  EXPECT_EQ(legacy_left, 0u);
+  EXPECT_EQ(current, 4u);
+  auto c = ws_->Commit("after migration");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(Cat(*c, "f"), data);
 }
 
 TEST_F(WorkspaceTest, ResetDiscardsChanges) {
