@@ -24,7 +24,7 @@ class MountService {
   virtual ~MountService() = default;
   struct Request {
     std::string ref, mountpoint;
-    bool read_only = false, allow_other = false, multithreaded = false, no_follow_cpu = false;
+    bool read_only = false, allow_other = false, multithreaded = true, no_follow_cpu = false;
   };
   virtual Status Mount(const Request& r, std::string* out) = 0;
   virtual Status Unmount(const std::string& mountpoint) = 0;

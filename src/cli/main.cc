@@ -105,6 +105,7 @@ Result<std::optional<std::vector<std::string>>> FromMountHelper(const std::vecto
       if (o == "ro") out.push_back("--read-only");
       else if (o == "allow_other") out.push_back("--allow-other");
       else if (o == "threads") out.push_back("--threads");
+      else if (o == "single_threaded") out.push_back("--single-threaded");
       else return Status::Invalid(fmt::format("mount option '{}' is not supported", o));
     }
   }

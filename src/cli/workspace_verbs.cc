@@ -34,13 +34,17 @@ void AddWorkspaceVerbs(CLI::App& app, Context& ctx) {
     c->add_option("MOUNTPOINT", req->mountpoint, "Directory to mount on")->required();
     c->add_flag("--read-only", req->read_only, "Mount read-only (a branch's head commit)");
     c->add_flag("--allow-other", req->allow_other, "Let other users see the mount");
-    c->add_flag("--threads", req->multithreaded, "Serve the mount with a multithreaded session");
+    auto single = std::make_shared<bool>(false);
+    c->add_flag("--single-threaded", *single, "Serve the mount with one thread (default: a thread pool)");
+    auto pool = std::make_shared<bool>(false);  // the default; accepted for scripts
+    c->add_flag("--threads", *pool, "Serve the mount with a thread pool (the default)");
     c->add_flag("--no-follow-cpu", req->no_follow_cpu, "Do not move the serving thread to its caller's CPU");
     c->add_flag("-f,--foreground", *fg, "Keep layerfsd in the foreground");
-    c->callback([&ctx, req, fg] {
-      ctx.run = [&ctx, req]() -> Status {
+    c->callback([&ctx, req, fg, single, pool] {
+      ctx.run = [&ctx, req, single]() -> Status {
         if (!ctx.mounts) return NeedDaemon("mount");
         MountService::Request r = *req;
+        r.multithreaded = !*single;
         r.mountpoint = ctx.Abs(r.mountpoint);
         return ctx.mounts->Mount(r, &ctx.out);
       };
