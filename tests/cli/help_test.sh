@@ -3,9 +3,9 @@
 source "$(dirname "$0")/lib.bash" "$1"
 out=$(lfs --help) || fail "layerfs --help"
 for verb in init import fork branch stats verify gc log show diff cat export; do
-  echo "$out" | grep -q "$verb" || fail "top-level help does not list $verb"
+  grep -q "$verb" <<<"$out" || fail "top-level help does not list $verb"
   h=$(lfs "$verb" --help) || fail "layerfs $verb --help exited non-zero"
-  echo "$h" | grep -qi "usage" || fail "layerfs $verb --help printed no usage"
+  grep -qi "usage" <<<"$h" || fail "layerfs $verb --help printed no usage"
 done
 # No verb, or an unknown one, is a usage error.
 expect_fail

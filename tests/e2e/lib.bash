@@ -21,7 +21,7 @@ daemon_pid() { cat "$LAYERFS_STORE/layerfsd.pid" 2>/dev/null || true; }
 is_mounted() {
   local d
   d=$(realpath -m "$1")
-  awk '{print $2}' /proc/mounts | grep -qxF "$d"
+  awk -v d="$d" '$2 == d { found = 1 } END { exit !found }' /proc/mounts
 }
 
 # force_unmount DIR: lazily detaches DIR if anything is still mounted there.
