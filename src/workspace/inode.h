@@ -58,9 +58,9 @@ class Keys {
   std::string State() const { return prefix_ + kTagState; }
   std::string Inode(Ino ino) const { return Tagged(kTagInode, ino); }
   // Blocks sort before every other record of the Workspace: a flush during a long sequential
-  // write then spans [its first new block, the metadata], which overlaps only the table holding
-  // the metadata, not every table of the file's earlier blocks (as blocks filed right after
-  // their inode record did: each compaction rewrote the whole file so far).
+  // write then spans [its first new block, the metadata], which overlaps the tables of the
+  // file's earlier blocks only where the metadata sits (filed right after their inode record,
+  // a flush spanned them all).
   std::string Block(Ino ino, uint64_t block) const {
     std::string k = Tagged(kTagBlock, ino);
     base::PutBigEndian64(&k, block);
