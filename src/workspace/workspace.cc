@@ -49,9 +49,11 @@ void Workspace::Impl::MarkDirty(kv::Batch* b, Ino ino) {
     pristine_ = false;
     PutState(b);
   }
+  uint64_t gen = next_gen_++;
   std::string g;
-  base::PutVarint(&g, next_gen_++);
+  base::PutVarint(&g, gen);
   b->Put(kv::Cf::kWorkspace, keys_.Dirty(ino), g);
+  dirty_[ino] = gen;
 }
 
 void Workspace::Impl::PutState(kv::Batch* b) {
@@ -491,6 +493,14 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
     }));
     if (!b.empty()) LFS_TRY(store.kv().Write(b, false));
   }
+  std::string dp = impl->keys_.DirtyPrefix();
+  LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, dp, history::PrefixEnd(dp), [&](auto k, auto v) {
+    base::Reader r(v);
+    uint64_t gen = 0;
+    (void)r.Varint(&gen);
+    impl->dirty_[Keys::InoAt(k, dp.size())] = gen;
+    return true;
+  }));
   return std::unique_ptr<Workspace>(new Workspace(std::move(impl), opts));
 }
 
@@ -783,10 +793,19 @@ Result<std::vector<DirEntry>> Workspace::ReadDir(Ino ino) {
 }
 
 Result<std::string> Workspace::Read(Ino ino, uint64_t off, size_t size) {
-  std::lock_guard l(impl_->mu_);
-  LFS_ASSIGN(Inode n, impl_->Load(ino));
-  if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
-  return impl_->ReadRange(n, off, size);
+  Inode n;
+  std::shared_ptr<const kv::Snapshot> snap;
+  {
+    std::lock_guard l(impl_->mu_);
+    LFS_ASSIGN(n, impl_->Load(ino));
+    if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
+    if (off >= n.size || size == 0) return std::string();
+    snap = impl_->kv_.GetSnapshot();
+  }
+  // The bytes are read outside the lock, from a snapshot taken with the inode: the kernel's
+  // parallel readahead requests overlap their I/O instead of queueing behind one another, and a
+  // write that lands meanwhile is not seen, as if it had come after this read.
+  return impl_->ReadRange(n, off, size, snap.get());
 }
 
 Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data) {

@@ -74,17 +74,11 @@ Result<std::map<Ino, std::pair<ObjectId, bool>>> Workspace::Impl::StoreContents(
   return out;
 }
 
-Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* snap, objects::Txn* txn) {
+Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* snap,
+                                                           const std::map<Ino, uint64_t>& dirty,
+                                                           objects::Txn* txn) {
   Built out;
-  std::string dp = keys_.DirtyPrefix();
-  Status bad;
-  LFS_TRY(kv_.Scan(kv::Cf::kWorkspace, dp, history::PrefixEnd(dp), [&](auto k, auto v) {
-    base::Reader r(v);
-    uint64_t gen = 0;
-    (void)r.Varint(&gen);
-    out.dirty[Keys::InoAt(k, dp.size())] = gen;
-    return true;
-  }, snap));
+  out.dirty = dirty;
   // Directories to rebuild: dirty directories, parents of dirty inodes, and their ancestors.
   std::set<Ino> rebuild;
   std::function<Status(Ino)> up = [&](Ino dir) -> Status {
@@ -221,17 +215,19 @@ Result<ObjectId> Workspace::Commit(const std::string& message) {
   auto* im = impl_.get();
   std::lock_guard cl(im->commit_mu_);
   std::shared_ptr<const kv::Snapshot> snap;
+  std::map<Ino, uint64_t> dirty;
   ObjectId base;
   {
     std::lock_guard l(im->mu_);
     snap = im->kv_.GetSnapshot();
+    dirty = im->dirty_;
     base = im->base_;
   }
   objects::Txn txn;
   Impl::Built built;
   {
     // Reads of the snapshot do not need the lock: nothing in it changes.
-    LFS_ASSIGN(built, im->BuildTrees(snap.get(), &txn));
+    LFS_ASSIGN(built, im->BuildTrees(snap.get(), dirty, &txn));
   }
   std::lock_guard l(im->mu_);
   kv::Batch extra;
@@ -281,6 +277,9 @@ Result<ObjectId> Workspace::Commit(const std::string& message) {
   LFS_ASSIGN(ObjectId id, im->store_.CommitTree(opts_.branch, built.root, base, message, built.bytes,
                                                 built.entries, &extra, &txn));
   im->base_ = id;
+  // The marks this commit deleted: those whose generation did not move since the snapshot.
+  for (const auto& [ino, gen] : built.dirty)
+    if (auto it = im->dirty_.find(ino); it != im->dirty_.end() && it->second == gen) im->dirty_.erase(it);
   kv::Batch st;
   im->PutState(&st);
   Status s = im->kv_.Write(st, true);
@@ -293,13 +292,15 @@ Result<std::vector<DiffEntry>> Workspace::Changes() {
   auto* im = impl_.get();
   std::shared_ptr<const kv::Snapshot> snap;
   ObjectId base;
+  std::map<Ino, uint64_t> dirty;
   {
     std::lock_guard l(im->mu_);
     snap = im->kv_.GetSnapshot();
+    dirty = im->dirty_;
     base = im->base_;
   }
   objects::Txn txn(/*dry=*/true);  // ids only, discarded: nothing is encoded or stored
-  LFS_ASSIGN(auto built, im->BuildTrees(snap.get(), &txn));
+  LFS_ASSIGN(auto built, im->BuildTrees(snap.get(), dirty, &txn));
   LFS_ASSIGN(auto c, im->store_.GetCommit(base));
   return im->store_.DiffTrees(c.root, built.root, &txn);
 }
@@ -315,6 +316,7 @@ Status Workspace::Reset(const std::optional<ObjectId>& to) {
   kv::Batch b;
   b.DeleteRange(kv::Cf::kWorkspace, im->keys_.prefix(), im->keys_.End());
   LFS_TRY(im->kv_.Write(b, false));
+  im->dirty_.clear();
   return im->InitFresh(*head);
 }
 

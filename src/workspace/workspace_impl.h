@@ -30,6 +30,7 @@ class Workspace::Impl {
                                                             const kv::Snapshot* snap = nullptr);
   Result<std::vector<std::pair<std::string, std::pair<Ino, EntryType>>>> ListEntries(
       Ino dir, const kv::Snapshot* snap = nullptr);
+  // With a snapshot (taken under mu_ together with `n`), safe without mu_.
   Result<std::string> ReadRange(const Inode& n, uint64_t off, uint64_t len, const kv::Snapshot* snap = nullptr);
   Result<std::string> ReadOrigin(const Inode& n, uint64_t off, uint64_t len);
   Status Truncate(kv::Batch* b, Inode* n, uint64_t size);
@@ -49,7 +50,8 @@ class Workspace::Impl {
     std::map<Ino, std::pair<ObjectId, bool>> new_origins;  // ino -> (id, chunked)
     std::map<Ino, uint64_t> dirty;                         // as of the snapshot
   };
-  Result<Built> BuildTrees(const kv::Snapshot* snap, objects::Txn* txn);
+  // `dirty`: the Dirty marks as of `snap` (a copy of dirty_ taken with it).
+  Result<Built> BuildTrees(const kv::Snapshot* snap, const std::map<Ino, uint64_t>& dirty, objects::Txn* txn);
   // Reads and stores the content of `files` (as of `snap`) into `txn`, encoding on one worker
   // per CPU when there is enough of it; returns each inode's (content id, chunked).
   static constexpr uint64_t kParallelContentBytes = 256 << 10;
@@ -64,6 +66,12 @@ class Workspace::Impl {
   ObjectId base_;
   uint64_t next_ino_ = 2;
   uint64_t next_gen_ = 1;
+  // The Dirty marks (inode -> generation) in memory, so a commit does not scan a key range that
+  // every earlier commit filled with deletions (11 ms per commit after 150 commits). Read from the
+  // Kv at open, added by MarkDirty, removed when a commit's deletion of the mark is written. It
+  // may also hold marks deleted with their inode (unlink, rmdir): those no longer load and are
+  // skipped, and dropped at the next commit.
+  std::map<Ino, uint64_t> dirty_;
   // State version 2: the entries of the base Commit are numbered in depth-first order (the root
   // is 1, a directory's subtree follows it), so materialising is deterministic; version 1 (older
   // Workspaces) numbered entries in the order they were first seen, from next_ino_.

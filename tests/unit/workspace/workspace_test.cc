@@ -6,8 +6,10 @@
 #include <linux/fs.h>
 #include <sys/xattr.h>
 
+#include <atomic>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "kv/kv.h"
 #include "workspace/inode.h"
@@ -516,6 +518,55 @@ TEST(WorkspaceOnRocks, SmallWritesOverCommittedAndNewBlocks) {
   ws.reset();
   ws = open();
   EXPECT_EQ(*ws->Read(f, 0, model.size() + 10), model);
+}
+
+
+// Reads run outside the Workspace lock, from a snapshot taken with the inode: each one must
+// see every Write whole (one generation's bytes at the size written with them), while writes,
+// truncates and commits go on in another thread, over blocks partly still committed content.
+TEST(WorkspaceOnRocks, ReadsSeeEachWriteWholeWhileWritesAndCommitsRun) {
+  layerfs::testing::TempDir dir;
+  auto kv = kv::OpenRocksKv(dir.path() + "/db", {.create_if_missing = true});
+  ASSERT_TRUE(kv.ok());
+  auto store = Store::OpenOnKv(kv->get(), Policy{});
+  ASSERT_TRUE(store.ok());
+  auto ws = Workspace::Open(**store, {.read_only = false, .branch = "main", .commit = {}});
+  ASSERT_TRUE(ws.ok());
+  constexpr size_t kLen = 200000;  // spans four blocks, the last one partly
+  Ino f = (*ws)->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
+  ASSERT_TRUE((*ws)->Write(f, 0, std::string(kLen, 'A')).ok());
+  ASSERT_TRUE((*ws)->Commit("base").ok());
+  std::atomic<bool> done{false};
+  std::atomic<int> torn{0}, reads{0}, errors{0};
+  std::thread reader([&] {
+    while (!done) {
+      auto r = (*ws)->Read(f, 0, kLen + 100);
+      if (!r.ok()) {
+        errors++;
+        continue;
+      }
+      reads++;
+      // Either the truncated (empty) file, or kLen bytes of one generation (never zeros).
+      if (r->empty()) continue;
+      if (r->size() != kLen || (*r)[0] == '\0' || r->find_first_not_of((*r)[0]) != std::string::npos) torn++;
+    }
+  });
+  for (int g = 0; g < 600; g++) {
+    char c = static_cast<char>('B' + g % 24);
+    if (g % 10 == 9) {
+      ASSERT_TRUE((*ws)->SetAttr(f, {.size = 0}).ok());
+    }
+    ASSERT_TRUE((*ws)->Write(f, 0, std::string(kLen, c)).ok());
+    if (g % 40 == 39) {
+      ASSERT_TRUE((*ws)->Commit("g" + std::to_string(g)).ok());
+    }
+  }
+  done = true;
+  reader.join();
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(*(*ws)->Read(f, 0, kLen), std::string(kLen, static_cast<char>('B' + 599 % 24)));
 }
 
 }  // namespace
