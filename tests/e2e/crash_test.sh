@@ -11,8 +11,8 @@ kill_daemon() {
   pid=$(daemon_pid)
   [ -n "$pid" ] || fail "no daemon pid"
   kill -KILL "$pid"
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-  ! kill -0 "$pid" 2>/dev/null || fail "daemon $pid survived SIGKILL"
+  for _ in $(seq 100); do running "$pid" || break; sleep 0.05; done
+  ! running "$pid" || fail "daemon $pid survived SIGKILL"
   force_unmount "$M"
   ! is_mounted "$M" || fail "dead mount still there"
 }
@@ -97,8 +97,8 @@ pid=$(daemon_pid)
 printf 'uncommitted\n' >"$M/pending.txt"
 rm "$M/keep/f1"
 fusermount3 -u "$M"
-for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-! kill -0 "$pid" 2>/dev/null || fail "daemon did not notice the unmount of its last mount"
+for _ in $(seq 100); do running "$pid" || break; sleep 0.1; done
+! running "$pid" || fail "daemon did not notice the unmount of its last mount"
 wait_daemon_gone 10
 mnt main "$M" >/dev/null
 [ "$(cat "$M/pending.txt")" = uncommitted ] || fail "uncommitted write lost by fusermount3 -u"

@@ -17,6 +17,15 @@ lfs() { "$LAYERFS" "$@"; }
 
 daemon_pid() { cat "$LAYERFS_STORE/layerfsd.pid" 2>/dev/null || true; }
 
+# running PID: PID exists and has not exited. An exited daemon can stay a zombie until init
+# reaps it (seconds, in some containers), so kill -0 alone would wait for the reaper.
+running() {
+  local st
+  st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  st=${st##*) }
+  [ "${st%% *}" != Z ]
+}
+
 # is_mounted DIR: DIR is a mountpoint in /proc/mounts.
 is_mounted() {
   local d
@@ -47,9 +56,9 @@ cleanup() {
   done
   for d in "${MOUNTED[@]}"; do force_unmount "$d"; done
   pid=$(daemon_pid)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+  if [ -n "$pid" ] && running "$pid"; then
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 50); do running "$pid" || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   fi
   for d in "${MOUNTED[@]}"; do force_unmount "$d"; done
@@ -72,7 +81,7 @@ wait_daemon_gone() {
   local n=$((${1:-10} * 10)) pid
   pid=$(daemon_pid)
   for _ in $(seq "$n"); do
-    if [ ! -e "$LAYERFS_STORE/control.sock" ] && { [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; }; then return 0; fi
+    if [ ! -e "$LAYERFS_STORE/control.sock" ] && { [ -z "$pid" ] || ! running "$pid"; }; then return 0; fi
     sleep 0.1
   done
   fail "daemon still running after ${1:-10}s"
