@@ -470,17 +470,29 @@ TEST_F(WorkspaceTest, RandomOperationsAgainstModel) {
 }
 
 
+// A Store on RocksDB in a temporary directory (the merge operator and snapshots are real).
+class WorkspaceOnRocks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto kv = kv::OpenRocksKv(dir_.path() + "/db", {.create_if_missing = true});
+    ASSERT_TRUE(kv.ok());
+    kv_ = std::move(*kv);
+    auto st = Store::OpenOnKv(kv_.get(), Policy{});
+    ASSERT_TRUE(st.ok());
+    store_ = std::move(*st);
+  }
+  layerfs::testing::TempDir dir_;
+  std::unique_ptr<kv::Kv> kv_;
+  std::unique_ptr<Store> store_;
+};
+
 // Small writes are blind patches where an absent block reads as zeros and read-modify-writes
 // below the committed content's valid length; on RocksDB (the merge operator) both must read
 // back exactly, before and after a commit, across a truncate and a reopen.
-TEST(WorkspaceOnRocks, SmallWritesOverCommittedAndNewBlocks) {
-  layerfs::testing::TempDir dir;
-  auto kv = kv::OpenRocksKv(dir.path() + "/db", {.create_if_missing = true});
-  ASSERT_TRUE(kv.ok());
-  auto store = Store::OpenOnKv(kv->get(), Policy{});
-  ASSERT_TRUE(store.ok());
+TEST_F(WorkspaceOnRocks, SmallWritesOverCommittedAndNewBlocks) {
+  auto& store = store_;
   auto open = [&] {
-    auto ws = Workspace::Open(**store, {.read_only = false, .branch = "main", .commit = {}});
+    auto ws = Workspace::Open(*store, {.read_only = false, .branch = "main", .commit = {}});
     EXPECT_TRUE(ws.ok());
     return std::move(*ws);
   };
@@ -512,9 +524,9 @@ TEST(WorkspaceOnRocks, SmallWritesOverCommittedAndNewBlocks) {
   EXPECT_EQ(*ws->Read(f, 0, model.size() + 10), model);
   auto c = ws->Commit("edits");
   ASSERT_TRUE(c.ok());
-  auto e = (*store)->Lookup(*c, "f");
+  auto e = store->Lookup(*c, "f");
   ASSERT_TRUE(e.ok());
-  EXPECT_EQ(*(*store)->ReadFile(*e), model);
+  EXPECT_EQ(*store->ReadFile(*e), model);
   ws.reset();
   ws = open();
   EXPECT_EQ(*ws->Read(f, 0, model.size() + 10), model);
@@ -524,13 +536,9 @@ TEST(WorkspaceOnRocks, SmallWritesOverCommittedAndNewBlocks) {
 // Reads run outside the Workspace lock, from a snapshot taken with the inode: each one must
 // see every Write whole (one generation's bytes at the size written with them), while writes,
 // truncates and commits go on in another thread, over blocks partly still committed content.
-TEST(WorkspaceOnRocks, ReadsSeeEachWriteWholeWhileWritesAndCommitsRun) {
-  layerfs::testing::TempDir dir;
-  auto kv = kv::OpenRocksKv(dir.path() + "/db", {.create_if_missing = true});
-  ASSERT_TRUE(kv.ok());
-  auto store = Store::OpenOnKv(kv->get(), Policy{});
-  ASSERT_TRUE(store.ok());
-  auto ws = Workspace::Open(**store, {.read_only = false, .branch = "main", .commit = {}});
+TEST_F(WorkspaceOnRocks, ReadsSeeEachWriteWholeWhileWritesAndCommitsRun) {
+  auto& store = store_;
+  auto ws = Workspace::Open(*store, {.read_only = false, .branch = "main", .commit = {}});
   ASSERT_TRUE(ws.ok());
   constexpr size_t kLen = 200000;  // spans four blocks, the last one partly
   Ino f = (*ws)->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
