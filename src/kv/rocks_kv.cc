@@ -211,7 +211,20 @@ class RocksKv : public Kv {
   Status Scan(Cf cf, std::string_view begin, std::string_view end,
               const std::function<bool(std::string_view, std::string_view)>& fn,
               const Snapshot* snap) override {
+    return ScanWith(cf, begin, end, fn, snap, true);
+  }
+
+  Status ScanOnce(Cf cf, std::string_view begin, std::string_view end,
+                  const std::function<bool(std::string_view, std::string_view)>& fn,
+                  const Snapshot* snap) override {
+    return ScanWith(cf, begin, end, fn, snap, false);
+  }
+
+  Status ScanWith(Cf cf, std::string_view begin, std::string_view end,
+                  const std::function<bool(std::string_view, std::string_view)>& fn,
+                  const Snapshot* snap, bool fill_cache) {
     rocksdb::ReadOptions ro;
+    ro.fill_cache = fill_cache;
     if (snap) ro.snapshot = static_cast<const RocksSnapshot*>(snap)->get();
     std::string lo = Key(cf, begin), hi = End(cf, end);
     rocksdb::Slice upper(hi);

@@ -239,7 +239,7 @@ Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uin
   uint64_t first = off / kBlockSize, last = (off + len - 1) / kBlockSize;
   if (!n.has_origin || off >= n.valid_len) {
     // No committed bytes below: blocks straight into the zeroed result (holes stay zeros).
-    LFS_TRY(kv_.Scan(kv::Cf::kWorkspace, keys_.Block(n.ino, first), keys_.Block(n.ino, last + 1),
+    LFS_TRY(kv_.ScanOnce(kv::Cf::kWorkspace, keys_.Block(n.ino, first), keys_.Block(n.ino, last + 1),
                      [&](auto k, auto v) {
                        uint64_t bstart = base::GetBigEndian64(k.data() + k.size() - 8) * kBlockSize;
                        uint64_t from = std::max(bstart, off), to = std::min(bstart + v.size(), off + len);
@@ -249,7 +249,7 @@ Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uin
     return out;
   }
   std::map<uint64_t, std::string> blocks;
-  LFS_TRY(kv_.Scan(kv::Cf::kWorkspace, keys_.Block(n.ino, first), keys_.Block(n.ino, last + 1),
+  LFS_TRY(kv_.ScanOnce(kv::Cf::kWorkspace, keys_.Block(n.ino, first), keys_.Block(n.ino, last + 1),
                    [&](auto k, auto v) {
                      blocks.emplace(base::GetBigEndian64(k.data() + k.size() - 8), std::string(v));
                      return true;
