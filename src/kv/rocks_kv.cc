@@ -220,24 +220,6 @@ class RocksKv : public Kv {
     return ScanWith(cf, begin, end, fn, snap, false);
   }
 
-  Status ScanWith(Cf cf, std::string_view begin, std::string_view end,
-                  const std::function<bool(std::string_view, std::string_view)>& fn,
-                  const Snapshot* snap, bool fill_cache) {
-    rocksdb::ReadOptions ro;
-    ro.fill_cache = fill_cache;
-    if (snap) ro.snapshot = static_cast<const RocksSnapshot*>(snap)->get();
-    std::string lo = Key(cf, begin), hi = End(cf, end);
-    rocksdb::Slice upper(hi);
-    if (!hi.empty()) ro.iterate_upper_bound = &upper;
-    size_t strip = Prefixed(cf) ? 1 : 0;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, h(cf)));
-    for (it->Seek(lo); it->Valid(); it->Next()) {
-      auto k = it->key(), v = it->value();
-      if (!fn(std::string_view(k.data() + strip, k.size() - strip), std::string_view(v.data(), v.size()))) break;
-    }
-    return FromRocks(it->status(), "scan");
-  }
-
   std::shared_ptr<const Snapshot> GetSnapshot() override {
     return std::make_shared<RocksSnapshot>(db_.get());
   }
@@ -318,6 +300,25 @@ class RocksKv : public Kv {
   }
 
  private:
+  // Scan and ScanOnce: `fill_cache` off leaves RocksDB's block cache as it was.
+  Status ScanWith(Cf cf, std::string_view begin, std::string_view end,
+                  const std::function<bool(std::string_view, std::string_view)>& fn,
+                  const Snapshot* snap, bool fill_cache) {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = fill_cache;
+    if (snap) ro.snapshot = static_cast<const RocksSnapshot*>(snap)->get();
+    std::string lo = Key(cf, begin), hi = End(cf, end);
+    rocksdb::Slice upper(hi);
+    if (!hi.empty()) ro.iterate_upper_bound = &upper;
+    size_t strip = Prefixed(cf) ? 1 : 0;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, h(cf)));
+    for (it->Seek(lo); it->Valid(); it->Next()) {
+      auto k = it->key(), v = it->value();
+      if (!fn(std::string_view(k.data() + strip, k.size() - strip), std::string_view(v.data(), v.size()))) break;
+    }
+    return FromRocks(it->status(), "scan");
+  }
+
   RocksKv() = default;
   bool Prefixed(Cf cf) const { return !legacy_ && cf != Cf::kBlobs && cf != Cf::kWorkspace; }
   rocksdb::ColumnFamilyHandle* h(Cf cf) {

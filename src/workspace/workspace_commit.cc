@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <set>
 #include <unordered_map>
@@ -233,17 +234,17 @@ Result<ObjectId> Workspace::Commit(const std::string& message) {
   kv::Batch extra;
   // Fold committed state back: an inode whose generation did not move since the snapshot now
   // has the new content as its origin and no blocks; one that moved stays dirty on its old origin.
+  // The marks' current generations are the mirror's (under mu_, as the marks are written).
+  auto mark_now = [&](Ino ino) -> std::optional<uint64_t> {
+    auto it = im->dirty_.find(ino);
+    return it == im->dirty_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+  };
   for (const auto& [ino, origin] : built.new_origins) {
     auto cur = im->Load(ino);
     if (!cur.ok()) continue;
-    LFS_ASSIGN(auto mark, im->kv_.Get(kv::Cf::kWorkspace, im->keys_.Dirty(ino)));
-    uint64_t gen_now = 0;
-    if (mark) {
-      base::Reader r(*mark);
-      (void)r.Varint(&gen_now);
-    }
+    auto mark = mark_now(ino);
     auto snap_gen = built.dirty.find(ino);
-    bool unchanged = mark ? (snap_gen != built.dirty.end() && snap_gen->second == gen_now) : true;
+    bool unchanged = mark ? (snap_gen != built.dirty.end() && snap_gen->second == *mark) : true;
     if (cur->is_dir()) {
       // A directory's origin must be its newest tree whenever it is not rebuilt next time, and it
       // is rebuilt next time whenever it changed since.
@@ -266,14 +267,8 @@ Result<ObjectId> Workspace::Commit(const std::string& message) {
   // Marks on inodes whose content did not need storing (attribute changes, removed inodes).
   for (const auto& [ino, gen] : built.dirty) {
     if (built.new_origins.count(ino)) continue;
-    LFS_ASSIGN(auto mark, im->kv_.Get(kv::Cf::kWorkspace, im->keys_.Dirty(ino)));
-    if (!mark) continue;
-    base::Reader r(*mark);
-    uint64_t g = 0;
-    (void)r.Varint(&g);
-    if (g == gen) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
+    if (mark_now(ino) == gen) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
   }
-  ObjectId old_base = im->base_;
   LFS_ASSIGN(ObjectId id, im->store_.CommitTree(opts_.branch, built.root, base, message, built.bytes,
                                                 built.entries, &extra, &txn));
   im->base_ = id;
@@ -283,7 +278,6 @@ Result<ObjectId> Workspace::Commit(const std::string& message) {
   kv::Batch st;
   im->PutState(&st);
   Status s = im->kv_.Write(st, true);
-  (void)old_base;
   if (!s.ok()) return s;
   return id;
 }
