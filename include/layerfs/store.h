@@ -20,6 +20,7 @@ namespace layerfs {
 
 namespace kv {
 class Kv;
+class DataLog;
 class Batch;
 }  // namespace kv
 namespace objects {
@@ -154,6 +155,9 @@ class Store {
   const std::string& path() const { return path_; }
   objects::ObjectStore& objects() { return *objects_; }
   kv::Kv& kv() { return *kv_; }
+  // Whole file blocks of live Workspaces, beside the database (STORE/data; in memory over a
+  // caller's Kv).
+  kv::DataLog& data_log() { return *data_log_; }
 
   struct Impl;  // private state (history/store_impl.h)
 
@@ -165,6 +169,7 @@ class Store {
   std::unique_ptr<kv::Kv> owned_kv_;
   kv::Kv* kv_ = nullptr;
   std::unique_ptr<objects::ObjectStore> objects_;
+  std::unique_ptr<kv::DataLog> data_log_;
   std::unique_ptr<Impl> impl_;
 };
 

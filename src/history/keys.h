@@ -10,7 +10,9 @@ namespace layerfs::history {
 // 2: Workspace blocks under their own tag (docs/format.md). A version-1 Store opens and is
 // upgraded in place (its Workspaces move their blocks when they first open); older builds refuse
 // a version-2 Store instead of misreading it.
-constexpr uint32_t kFormatVersion = 2;
+// 3: whole file blocks of Workspaces may live in the data log (STORE/data), referenced by
+// prefix|R records; a version-2 Store has none and opens as is.
+constexpr uint32_t kFormatVersion = 3;
 constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr std::string_view kConfigKey = "config";
 inline constexpr std::string_view kRefPrefix = "ref/";     // + branch name -> 16-byte commit id

@@ -11,7 +11,9 @@
 #include "base/coding.h"
 #include "history/file_content.h"
 #include "history/keys.h"
+#include "kv/data_log.h"
 #include "history/store_impl.h"
+#include "kv/data_log.h"
 #include "kv/kv.h"
 #include "objects/object_store.h"
 #include "objects/tree.h"
@@ -162,6 +164,7 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
     }
   }
   st->objects_ = std::make_unique<objects::ObjectStore>(kv, st->impl_->seed, st->impl_->policy, TuningFromEnv());
+  LFS_ASSIGN(st->data_log_, kv::DataLog::Open(st->path_.empty() ? std::string() : st->path_ + "/data"));
   if (fresh) {
     // The first Commit: an empty tree, so every branch always has a head.
     LFS_ASSIGN(auto root, st->objects_->Put(Kind::kTree, objects::EncodeTree({}), std::nullopt));

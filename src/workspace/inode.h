@@ -21,6 +21,7 @@ constexpr char kTagEntry = 'D';   // prefix|D|dir ino|name -> varint child ino, 
 constexpr char kTagDirty = 'X';   // prefix|X|ino -> varint generation of the last change
 constexpr char kTagOrphan = 'O';  // prefix|O|ino -> "" (unlinked, awaiting forget)
 constexpr char kTagLink = 'L';    // prefix|L|link group -> varint ino (hard links of the base)
+constexpr char kTagRef = 'R';     // prefix|R|ino|block -> block in the data log (DataRef + patches)
 
 struct Inode {
   Ino ino = 0;
@@ -31,6 +32,7 @@ struct Inode {
   timespec atime{}, mtime{}, ctime{};
   bool materialized = false;  // dirs: entries are records, not the origin tree
   bool has_blocks = false;    // files: some data lives in blocks
+  bool has_refs = false;      // files: some of those blocks are in the data log (R records)
   bool has_origin = false;
   bool origin_chunked = false;
   ObjectId origin;            // files: committed content; dirs: committed tree
@@ -69,6 +71,14 @@ class Keys {
   // [Block(ino, first), end of ino's blocks)
   std::string BlocksEnd(Ino ino) const { return Tagged(kTagBlock, ino + 1); }
   std::string InodeEnd(Ino ino) const { return Tagged(kTagInode, ino + 1); }
+  // A block held in the data log; a block has a B record or an R record, never both.
+  std::string Ref(Ino ino, uint64_t block) const {
+    std::string k = Tagged(kTagRef, ino);
+    base::PutBigEndian64(&k, block);
+    return k;
+  }
+  std::string RefsEnd(Ino ino) const { return Tagged(kTagRef, ino + 1); }
+  std::string RefPrefix() const { return prefix_ + kTagRef; }
   // Blocks as older builds filed them: prefix|I|ino|block.
   static constexpr size_t kLegacyBlockKeySize = 8 + 1 + 8 + 8;
   std::string EntryPrefix(Ino dir) const { return Tagged(kTagEntry, dir); }

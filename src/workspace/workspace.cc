@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "history/keys.h"
 #include "history/store_impl.h"
 #include "objects/tree.h"
@@ -22,6 +24,13 @@ namespace {
 constexpr uint64_t kMaxFileSize = 16ull << 40;  // as ext4 with 4 KiB blocks
 constexpr std::string_view kWsKeyPrefix = "ws/";  // meta: + branch -> 8-byte workspace id
 constexpr std::string_view kWsNextKey = "ws-next";
+
+// Frees unreferenced data-log segments when the enclosing operation's locks are gone (declare it
+// before the lock guard).
+struct CollectAfter {
+  Workspace::Impl* im;
+  ~CollectAfter() { im->CollectIfWanted(); }
+};
 
 Status CheckName(std::string_view name) {
   if (name.size() > 255) return Status::Error(ENAMETOOLONG, "name too long");
@@ -226,6 +235,22 @@ Result<std::string> Workspace::Impl::ReadOrigin(const Inode& n, uint64_t off, ui
   return history::ReadContentRange(store_.objects(), n.origin, n.origin_chunked, off, len);
 }
 
+Status Workspace::Impl::MaterializeRef(std::string_view rec, std::string* out) {
+  kv::DataRef ref;
+  if (rec.size() < kv::DataRef::kEncodedSize ||
+      !kv::DataRef::Decode(rec.substr(0, kv::DataRef::kEncodedSize), &ref) || ref.length > kBlockSize)
+    return Status::Corrupt("workspace: damaged data-log record");
+  out->assign(ref.length, '\0');
+  LFS_TRY(log_.Read(ref, out->data()));
+  base::Reader r(rec.substr(kv::DataRef::kEncodedSize));
+  while (!r.AtEnd()) {
+    std::string_view patch;
+    if (!r.Bytes(&patch) || !kv::ApplyPatch(patch, out) || out->size() > kBlockSize)
+      return Status::Corrupt("workspace: damaged data-log record");
+  }
+  return Status::Ok();
+}
+
 Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uint64_t len,
                                                const kv::Snapshot* snap) {
   if (off >= n.size) return std::string();
@@ -237,37 +262,54 @@ Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uin
     return out;
   }
   uint64_t first = off / kBlockSize, last = (off + len - 1) / kBlockSize;
-  if (!n.has_origin || off >= n.valid_len) {
-    // No committed bytes below: blocks straight into the zeroed result (holes stay zeros).
-    LFS_TRY(kv_.ScanOnce(kv::Cf::kWorkspace, keys_.Block(n.ino, first), keys_.Block(n.ino, last + 1),
-                     [&](auto k, auto v) {
-                       uint64_t bstart = base::GetBigEndian64(k.data() + k.size() - 8) * kBlockSize;
-                       uint64_t from = std::max(bstart, off), to = std::min(bstart + v.size(), off + len);
-                       if (from < to) std::copy(v.begin() + (from - bstart), v.begin() + (to - bstart), out.begin() + (from - off));
-                       return true;
-                     }, snap));
-    return out;
-  }
-  std::map<uint64_t, std::string> blocks;
+  // Stored blocks straight into the zeroed result (a block holds the block's whole current bytes;
+  // past its end, zeros); then committed bytes where no block is stored.
+  std::vector<bool> stored(last - first + 1);
+  auto overlap = [&](uint64_t blk, uint64_t size, uint64_t* from, uint64_t* to) {
+    uint64_t bstart = blk * kBlockSize;
+    stored[blk - first] = true;
+    *from = std::max(bstart, off);
+    *to = std::min(bstart + size, off + len);
+    return *from < *to;
+  };
   LFS_TRY(kv_.ScanOnce(kv::Cf::kWorkspace, keys_.Block(n.ino, first), keys_.Block(n.ino, last + 1),
-                   [&](auto k, auto v) {
-                     blocks.emplace(base::GetBigEndian64(k.data() + k.size() - 8), std::string(v));
-                     return true;
-                   }, snap));
-  // Origin first (below valid_len), then blocks over it.
+                       [&](auto k, auto v) {
+                         uint64_t blk = base::GetBigEndian64(k.data() + k.size() - 8), from, to;
+                         uint64_t bstart = blk * kBlockSize;
+                         if (overlap(blk, v.size(), &from, &to))
+                           std::copy(v.begin() + (from - bstart), v.begin() + (to - bstart), out.begin() + (from - off));
+                         return true;
+                       }, snap));
+  if (n.has_refs) {
+    Status err;
+    std::string tmp;
+    LFS_TRY(kv_.ScanOnce(kv::Cf::kWorkspace, keys_.Ref(n.ino, first), keys_.Ref(n.ino, last + 1),
+                         [&](auto k, auto v) {
+                           uint64_t blk = base::GetBigEndian64(k.data() + k.size() - 8), from, to;
+                           uint64_t bstart = blk * kBlockSize;
+                           kv::DataRef ref;
+                           if (v.size() == kv::DataRef::kEncodedSize && kv::DataRef::Decode(v, &ref) &&
+                               ref.length <= kBlockSize) {
+                             // No patches: the overlap straight from the data log.
+                             if (overlap(blk, ref.length, &from, &to))
+                               err = log_.Read({ref.segment, ref.offset + (from - bstart), static_cast<uint32_t>(to - from)},
+                                               out.data() + (from - off));
+                             return err.ok();
+                           }
+                           err = MaterializeRef(v, &tmp);
+                           if (err.ok() && overlap(blk, tmp.size(), &from, &to))
+                             std::copy(tmp.begin() + (from - bstart), tmp.begin() + (to - bstart), out.begin() + (from - off));
+                           return err.ok();
+                         }, snap));
+    LFS_TRY(err);
+  }
   if (n.has_origin && off < n.valid_len) {
     LFS_ASSIGN(std::string o, ReadOrigin(n, off, len));
-    // Only where no block covers: blocks hold the whole block's current bytes.
     for (uint64_t b = first; b <= last; b++) {
-      if (blocks.count(b)) continue;
-      uint64_t bs = std::max(b * kBlockSize, off), be = std::min((b + 1) * kBlockSize, off + len);
-      for (uint64_t p = bs; p < be && p - off < o.size(); p++) out[p - off] = o[p - off];
+      if (stored[b - first]) continue;
+      uint64_t bs = std::max(b * kBlockSize, off), be = std::min({(b + 1) * kBlockSize, off + len, off + o.size()});
+      if (bs < be) std::copy(o.begin() + (bs - off), o.begin() + (be - off), out.begin() + (bs - off));
     }
-  }
-  for (const auto& [b, data] : blocks) {
-    uint64_t bstart = b * kBlockSize;
-    uint64_t from = std::max(bstart, off), to = std::min(bstart + data.size(), off + len);
-    if (from < to) std::copy(data.begin() + (from - bstart), data.begin() + (to - bstart), out.begin() + (from - off));
   }
   return out;
 }
@@ -276,12 +318,24 @@ Status Workspace::Impl::Truncate(kv::Batch* b, Inode* n, uint64_t size) {
   if (size < n->size) {
     uint64_t keep_blocks = (size + kBlockSize - 1) / kBlockSize;
     if (n->has_blocks) {
-      DeleteBlocks(b, n->ino, keep_blocks, n->size);
+      DeleteBlocks(b, n->ino, keep_blocks, n->size, n->has_refs);
       if (size % kBlockSize) {
         uint64_t blk = size / kBlockSize;
         LFS_ASSIGN(auto v, kv_.Get(kv::Cf::kWorkspace, keys_.Block(n->ino, blk)));
-        if (v && v->size() > size % kBlockSize) {
-          v->resize(size % kBlockSize);
+        bool from_log = false;
+        if (!v && n->has_refs) {
+          // A block in the data log becomes a B record cut at the new end (bytes past it must
+          // read as zeros if the file grows again, and a patch may reach past it).
+          LFS_ASSIGN(auto rec, kv_.Get(kv::Cf::kWorkspace, keys_.Ref(n->ino, blk)));
+          if (rec) {
+            v.emplace();
+            LFS_TRY(MaterializeRef(*rec, &*v));
+            b->Delete(kv::Cf::kWorkspace, keys_.Ref(n->ino, blk));
+            from_log = true;
+          }
+        }
+        if (v && (from_log || v->size() > size % kBlockSize)) {
+          if (v->size() > size % kBlockSize) v->resize(size % kBlockSize);
           b->Put(kv::Cf::kWorkspace, keys_.Block(n->ino, blk), *v);
         }
       }
@@ -292,23 +346,28 @@ Status Workspace::Impl::Truncate(kv::Batch* b, Inode* n, uint64_t size) {
   return Status::Ok();
 }
 
-void Workspace::Impl::DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64_t size) {
+void Workspace::Impl::DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64_t size, bool refs) {
   // Point deletes for the usual few blocks: every range tombstone stays in the memtable and is
   // consulted by every later read, so removing a tree of small files one range at a time is
   // quadratic. A range deletion only for large files.
   uint64_t end = (size + kBlockSize - 1) / kBlockSize;
   if (end <= first) return;
   if (end - first <= 256) {
-    for (uint64_t blk = first; blk < end; blk++) b->Delete(kv::Cf::kWorkspace, keys_.Block(ino, blk));
+    for (uint64_t blk = first; blk < end; blk++) {
+      b->Delete(kv::Cf::kWorkspace, keys_.Block(ino, blk));
+      if (refs) b->Delete(kv::Cf::kWorkspace, keys_.Ref(ino, blk));
+    }
   } else {
     b->DeleteRange(kv::Cf::kWorkspace, keys_.Block(ino, first), keys_.BlocksEnd(ino));
+    if (refs) b->DeleteRange(kv::Cf::kWorkspace, keys_.Ref(ino, first), keys_.RefsEnd(ino));
   }
+  if (refs) log_.RequestCollect();
 }
 
 void Workspace::Impl::DeleteInode(kv::Batch* b, const Inode& n) {
   Ino ino = n.ino;
   b->Delete(kv::Cf::kWorkspace, keys_.Inode(ino));
-  if (n.has_blocks) DeleteBlocks(b, ino, 0, n.size);
+  if (n.has_blocks) DeleteBlocks(b, ino, 0, n.size, n.has_refs);
   b->Delete(kv::Cf::kWorkspace, keys_.Dirty(ino));
   b->Delete(kv::Cf::kWorkspace, keys_.Orphan(ino));
 }
@@ -392,6 +451,41 @@ Status Workspace::Impl::InitFresh(const ObjectId& commit) {
   Put(&b, root);
   PutState(&b);
   return kv_.Write(b, true);
+}
+
+// ---- Data log ----
+
+Status CollectDataLog(Store& store, bool wait) {
+  auto r = store.data_log().Collect([&]() -> Result<std::set<uint32_t>> {
+    // What is freed must stay unreferenced after a crash: the records as read here durable first.
+    LFS_TRY(store.kv().SyncWal());
+    LFS_ASSIGN(auto next, store.kv().Get(kv::Cf::kMeta, kWsNextKey));
+    uint64_t end = next && next->size() == 8 ? base::GetBigEndian64(next->data()) : 1;
+    std::set<uint32_t> live;
+    bool damaged = false;
+    for (uint64_t wsid = 1; wsid < end; wsid++) {
+      Keys keys(wsid);
+      std::string p = keys.RefPrefix();
+      LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, p, history::PrefixEnd(p), [&](auto, auto v) {
+        kv::DataRef ref;
+        if (v.size() < kv::DataRef::kEncodedSize || !kv::DataRef::Decode(v.substr(0, kv::DataRef::kEncodedSize), &ref)) {
+          damaged = true;
+          return false;
+        }
+        live.insert(ref.segment);
+        return true;
+      }));
+      if (damaged) return Status::Corrupt("workspace: damaged data-log record; data log not collected");
+    }
+    return live;
+  }, wait);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+void Workspace::Impl::CollectIfWanted() {
+  if (!log_.collect_wanted()) return;
+  Status s = CollectDataLog(store_, /*wait=*/false);  // the next chance will do
+  if (!s.ok()) spdlog::warn("data log: {}", s.message());
 }
 
 // ---- Open ----
@@ -487,6 +581,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
       Ino ino = Keys::InoAt(k, op.size());
       b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Inode(ino), impl->keys_.InodeEnd(ino));
       b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Block(ino, 0), impl->keys_.BlocksEnd(ino));
+      b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Ref(ino, 0), impl->keys_.RefsEnd(ino));
       b.Delete(kv::Cf::kWorkspace, impl->keys_.Dirty(ino));
       b.Delete(kv::Cf::kWorkspace, k);
       return true;
@@ -501,6 +596,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
     impl->dirty_[Keys::InoAt(k, dp.size())] = gen;
     return true;
   }));
+  impl->CollectIfWanted();  // segments an earlier process left, possibly all dead
   return std::unique_ptr<Workspace>(new Workspace(std::move(impl), opts));
 }
 
@@ -512,7 +608,9 @@ Status DropWorkspaceState(Store& store, const std::string& branch) {
   kv::Batch b;
   b.DeleteRange(kv::Cf::kWorkspace, keys.prefix(), keys.End());
   b.Delete(kv::Cf::kMeta, key);
-  return store.kv().Write(b, true);
+  LFS_TRY(store.kv().Write(b, true));
+  if (!store.data_log().empty()) return CollectDataLog(store);
+  return Status::Ok();
 }
 
 bool Workspace::pristine() const {
@@ -548,6 +646,8 @@ Result<Attr> Workspace::GetAttr(Ino ino) {
 
 Result<Attr> Workspace::SetAttr(Ino ino, const AttrChange& ch) {
   LFS_WRITABLE();
+  Result<Attr> r = [&]() -> Result<Attr> {
+  auto pin = impl_->log_.PinSegments();  // a truncation may read a block in the data log
   std::lock_guard l(impl_->mu_);
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   kv::Batch b;
@@ -569,6 +669,9 @@ Result<Attr> Workspace::SetAttr(Ino ino, const AttrChange& ch) {
   impl_->MarkDirty(&b, ino);
   LFS_TRY(impl_->Write(b));
   return n.ToAttr();
+  }();
+  impl_->CollectIfWanted();
+  return r;
 }
 
 // Creates `n` as `name` in `parent`: the entry, both inodes, dirty marks, in one batch.
@@ -645,6 +748,7 @@ Result<Attr> Workspace::Link(Ino ino, Ino new_parent, std::string_view new_name)
 
 Status Workspace::Unlink(Ino parent, std::string_view name) {
   LFS_WRITABLE();
+  CollectAfter collect{impl_.get()};  // runs once the lock is released
   std::lock_guard l(impl_->mu_);
   LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
   LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
@@ -662,6 +766,7 @@ Status Workspace::Unlink(Ino parent, std::string_view name) {
 
 Status Workspace::Rmdir(Ino parent, std::string_view name) {
   LFS_WRITABLE();
+  CollectAfter collect{impl_.get()};  // runs once the lock is released
   std::lock_guard l(impl_->mu_);
   if (name == ".") return Status::Invalid("rmdir of .");
   LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
@@ -687,6 +792,7 @@ Status Workspace::Rename(Ino parent, std::string_view name, Ino new_parent, std:
   LFS_TRY(CheckName(new_name));
   if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return Status::Invalid("unsupported rename flags");
   if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return Status::Invalid("conflicting rename flags");
+  CollectAfter collect{impl_.get()};  // runs once the lock is released
   std::lock_guard l(impl_->mu_);
   auto* im = impl_.get();
   LFS_ASSIGN(Inode src_dir, im->LoadDir(parent));
@@ -795,6 +901,9 @@ Result<std::vector<DirEntry>> Workspace::ReadDir(Ino ino) {
 Result<std::string> Workspace::Read(Ino ino, uint64_t off, size_t size) {
   Inode n;
   std::shared_ptr<const kv::Snapshot> snap;
+  // Pinned before the snapshot and until the bytes are read: no data-log segment this snapshot
+  // refers to is freed meanwhile.
+  auto pin = impl_->log_.PinSegments();
   {
     std::lock_guard l(impl_->mu_);
     LFS_ASSIGN(n, impl_->Load(ino));
@@ -808,50 +917,155 @@ Result<std::string> Workspace::Read(Ino ino, uint64_t off, size_t size) {
   return impl_->ReadRange(n, off, size, snap.get());
 }
 
+Result<ReadReply> Workspace::ReadPieces(Ino ino, uint64_t off, size_t size) {
+  auto* im = impl_.get();
+  Inode n;
+  std::shared_ptr<const kv::Snapshot> snap;
+  auto pin = im->log_.PinSegments();
+  {
+    std::lock_guard l(im->mu_);
+    LFS_ASSIGN(n, im->Load(ino));
+    if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
+    if (off >= n.size || size == 0) return ReadReply{};
+    snap = im->kv_.GetSnapshot();
+  }
+  const uint64_t len = std::min<uint64_t>(size, n.size - off);
+  ReadReply out;
+  out.size = len;
+  if (n.has_refs) {
+    // Every block of the range must be an unpatched log block reaching as far as needed (bytes
+    // past a block's end would be zeros, and B records or patches need applying).
+    uint64_t first = off / kBlockSize, last = (off + len - 1) / kBlockSize, expect = first;
+    bool whole = true;
+    LFS_TRY(im->kv_.ScanOnce(kv::Cf::kWorkspace, im->keys_.Ref(ino, first), im->keys_.Ref(ino, last + 1),
+                             [&](auto k, auto v) {
+                               uint64_t blk = base::GetBigEndian64(k.data() + k.size() - 8);
+                               uint64_t bstart = blk * kBlockSize;
+                               uint64_t from = std::max(off, bstart), to = std::min(off + len, bstart + kBlockSize);
+                               kv::DataRef ref;
+                               if (blk != expect++ || v.size() != kv::DataRef::kEncodedSize ||
+                                   !kv::DataRef::Decode(v, &ref) || bstart + ref.length < to) {
+                                 whole = false;
+                                 return false;
+                               }
+                               ReadPiece p{{}, -1, ref.offset + (from - bstart), to - from};
+                               kv::DataRef piece{ref.segment, p.offset, static_cast<uint32_t>(p.length)};
+                               auto file = im->log_.File(piece);
+                               if (!file) {
+                                 whole = false;
+                                 return false;
+                               }
+                               p.fd = file->fd;
+                               if (!out.pieces.empty() && out.pieces.back().fd == p.fd &&
+                                   out.pieces.back().offset + out.pieces.back().length == p.offset) {
+                                 out.pieces.back().length += p.length;
+                               } else {
+                                 out.pieces.push_back(std::move(p));
+                                 out.hold.push_back(std::move(file->handle));
+                               }
+                               return true;
+                             }, snap.get()));
+    if (whole && expect == last + 1) return out;  // the log's bytes never change: no pin needed
+    out.pieces.clear();
+    out.hold.clear();
+  }
+  LFS_ASSIGN(std::string bytes, im->ReadRange(n, off, len, snap.get()));
+  out.size = bytes.size();
+  out.pieces.push_back({std::move(bytes), -1, 0, out.size});
+  return out;
+}
+
 Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data) {
   LFS_WRITABLE();
-  std::lock_guard l(impl_->mu_);
   auto* im = impl_.get();
-  LFS_ASSIGN(Inode n, im->Load(ino));
+  Status s = im->WriteLocked(ino, off, data);
+  im->CollectIfWanted();
+  if (!s.ok()) return s;
+  return data.size();
+}
+
+// Whole blocks go to the data log, a run of them in one append, and get R records. A partial
+// block of a block in the log is a patch appended to its R record (folded into a fresh log
+// block once the patches grow past kMaxRefPatchBytes); other partial blocks are B records as
+// before. Records exist only for blocks below the file's size, so past it nothing is looked up
+// or deleted.
+Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data) {
+  constexpr uint64_t kMaxRefPatchBytes = 16 << 10;
+  constexpr uint64_t kMaxRunBlocks = 256;  // 16 MiB per append
+  auto pin = log_.PinSegments();
+  std::lock_guard l(mu_);
+  LFS_ASSIGN(Inode n, Load(ino));
   if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
-  if (data.empty()) return size_t{0};
+  if (data.empty()) return Status::Ok();
   if (off + data.size() > kMaxFileSize || off + data.size() < off) return Status::Error(EFBIG, "file too large");
   kv::Batch b;
-  uint64_t end = off + data.size();
-  for (uint64_t blk = off / kBlockSize; blk * kBlockSize < end; blk++) {
-    uint64_t bstart = blk * kBlockSize;
-    uint64_t from = std::max(off, bstart), to = std::min(end, bstart + kBlockSize);
-    const std::string key = im->keys_.Block(ino, blk);
+  const uint64_t end = off + data.size(), old_size = n.size;
+  const bool had_blocks = n.has_blocks;
+  auto put_ref = [&](uint64_t blk, const kv::DataRef& ref) {
+    std::string v;
+    ref.EncodeTo(&v);
+    b.Put(kv::Cf::kWorkspace, keys_.Ref(ino, blk), v);
+    if (had_blocks && blk * kBlockSize < old_size) b.Delete(kv::Cf::kWorkspace, keys_.Block(ino, blk));
+    n.has_refs = true;
+  };
+  uint64_t blk = off / kBlockSize;
+  while (blk * kBlockSize < end) {
+    const uint64_t bstart = blk * kBlockSize;
+    const uint64_t from = std::max(off, bstart), to = std::min(end, bstart + kBlockSize);
     const std::string_view piece = data.substr(from - off, to - from);
     if (from == bstart && to == bstart + kBlockSize) {
-      b.Put(kv::Cf::kWorkspace, key, piece);
+      uint64_t run = std::min((end - bstart) / kBlockSize, kMaxRunBlocks);
+      LFS_ASSIGN(kv::DataRef ref, log_.Append(data.substr(bstart - off, run * kBlockSize)));
+      for (uint64_t i = 0; i < run; i++)
+        put_ref(blk + i, {ref.segment, ref.offset + i * kBlockSize, static_cast<uint32_t>(kBlockSize)});
+      blk += run;
       continue;
+    }
+    const bool may_exist = had_blocks && bstart < old_size;
+    if (may_exist && n.has_refs) {
+      LFS_ASSIGN(auto rec, kv_.Get(kv::Cf::kWorkspace, keys_.Ref(ino, blk)));
+      if (rec) {
+        if (rec->size() - kv::DataRef::kEncodedSize + piece.size() <= kMaxRefPatchBytes) {
+          base::PutBytes(&*rec, kv::EncodePatch(static_cast<uint32_t>(from - bstart), piece));
+          b.Put(kv::Cf::kWorkspace, keys_.Ref(ino, blk), *rec);
+        } else {
+          std::string bytes;
+          LFS_TRY(MaterializeRef(*rec, &bytes));
+          if (bytes.size() < to - bstart) bytes.resize(to - bstart, '\0');
+          std::copy(piece.begin(), piece.end(), bytes.begin() + (from - bstart));
+          LFS_ASSIGN(kv::DataRef ref, log_.Append(bytes));
+          put_ref(blk, ref);
+        }
+        blk++;
+        continue;
+      }
     }
     // A partial block. Where the committed content does not reach (no origin, or at or past
     // valid_len) an absent block reads as zeros, so the write is a blind patch: no read. Below
     // valid_len a stored block is patched too; an absent one is first copied from the origin.
+    const std::string key = keys_.Block(ino, blk);
     const bool zeros_if_absent = !n.has_origin || bstart >= n.valid_len;
     bool present = false;
-    if (!zeros_if_absent && n.has_blocks) {
-      LFS_ASSIGN(auto have, im->kv_.Get(kv::Cf::kWorkspace, key));
+    if (!zeros_if_absent && may_exist) {
+      LFS_ASSIGN(auto have, kv_.Get(kv::Cf::kWorkspace, key));
       present = have.has_value();
     }
     if (zeros_if_absent || present) {
       b.Patch(kv::Cf::kWorkspace, key, static_cast<uint32_t>(from - bstart), piece);
-      continue;
+    } else {
+      LFS_ASSIGN(std::string block, ReadRange(n, bstart, std::min<uint64_t>(kBlockSize, n.size - bstart)));
+      if (block.size() < to - bstart) block.resize(to - bstart, '\0');
+      std::copy(piece.begin(), piece.end(), block.begin() + (from - bstart));
+      b.Put(kv::Cf::kWorkspace, key, block);
     }
-    LFS_ASSIGN(std::string block, im->ReadRange(n, bstart, std::min<uint64_t>(kBlockSize, n.size - bstart)));
-    if (block.size() < to - bstart) block.resize(to - bstart, '\0');
-    std::copy(piece.begin(), piece.end(), block.begin() + (from - bstart));
-    b.Put(kv::Cf::kWorkspace, key, block);
+    blk++;
   }
   n.has_blocks = true;
   n.size = std::max(n.size, end);
   n.mtime = n.ctime = Now();
-  im->Put(&b, n);
-  im->MarkDirty(&b, ino);
-  LFS_TRY(im->Write(b));
-  return data.size();
+  Put(&b, n);
+  MarkDirty(&b, ino);
+  return Write(b);
 }
 
 Status Workspace::Fallocate(Ino ino, int mode, uint64_t off, uint64_t len) {
@@ -890,12 +1104,15 @@ Result<uint64_t> Workspace::Lseek(Ino ino, uint64_t off, int whence) {
   if (off >= n.size) return Status::Error(ENXIO, "offset beyond end of file");
   // Data: origin bytes below valid_len, and stored blocks.
   std::vector<uint64_t> blocks;
-  if (n.has_blocks) {
-    LFS_TRY(impl_->kv_.Scan(kv::Cf::kWorkspace, impl_->keys_.Block(ino, 0), impl_->keys_.BlocksEnd(ino),
-                            [&](auto k, auto) {
-                              blocks.push_back(base::GetBigEndian64(k.data() + k.size() - 8));
-                              return true;
-                            }));
+  auto add = [&](auto k, auto) {
+    blocks.push_back(base::GetBigEndian64(k.data() + k.size() - 8));
+    return true;
+  };
+  if (n.has_blocks)
+    LFS_TRY(impl_->kv_.Scan(kv::Cf::kWorkspace, impl_->keys_.Block(ino, 0), impl_->keys_.BlocksEnd(ino), add));
+  if (n.has_refs) {
+    LFS_TRY(impl_->kv_.Scan(kv::Cf::kWorkspace, impl_->keys_.Ref(ino, 0), impl_->keys_.RefsEnd(ino), add));
+    std::sort(blocks.begin(), blocks.end());
   }
   auto is_data = [&](uint64_t p) {
     return (n.has_origin && p < n.valid_len) || std::binary_search(blocks.begin(), blocks.end(), p / kBlockSize);
@@ -918,7 +1135,11 @@ Result<uint64_t> Workspace::Lseek(Ino ino, uint64_t off, int whence) {
   return Status::Invalid("unsupported whence");
 }
 
-Status Workspace::Fsync(Ino, bool) { return impl_->kv_.SyncWal(); }
+Status Workspace::Fsync(Ino, bool) {
+  // The data first: a synced record must never point at bytes a crash could lose.
+  LFS_TRY(impl_->log_.Sync());
+  return impl_->kv_.SyncWal();
+}
 
 Status Workspace::SetXattr(Ino ino, std::string_view name, std::string_view value, int flags) {
   LFS_WRITABLE();
@@ -981,6 +1202,7 @@ Result<struct statvfs> Workspace::Statfs() {
 }
 
 void Workspace::Forget(Ino ino) {
+  CollectAfter collect{impl_.get()};  // runs once the lock is released
   std::lock_guard l(impl_->mu_);
   auto n = impl_->Load(ino);
   if (!n.ok() || n->nlink > 0) return;

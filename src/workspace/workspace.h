@@ -63,6 +63,19 @@ struct AttrChange {
   std::optional<timespec> atime, mtime;
 };
 
+// A read answered in pieces, in order: bytes in memory, or a range of an open file the caller
+// may splice from (whole blocks in the data log), so file data need not pass through memory.
+struct ReadPiece {
+  std::string bytes;  // when fd < 0
+  int fd = -1;
+  uint64_t offset = 0, length = 0;
+};
+struct ReadReply {
+  std::vector<ReadPiece> pieces;
+  uint64_t size = 0;                              // the pieces' total
+  std::vector<std::shared_ptr<const void>> hold;  // keeps the files open until dropped
+};
+
 struct WorkspaceOptions {
   bool read_only = false;   // a Commit mounted read-only: every change is EROFS
   std::string branch;       // the Branch; empty for a read-only Commit view
@@ -93,6 +106,8 @@ class Workspace {
   Result<std::vector<DirEntry>> ReadDir(Ino ino);
 
   Result<std::string> Read(Ino ino, uint64_t off, size_t size);
+  // As Read; a range held whole by unpatched blocks of the data log comes back as file ranges.
+  Result<ReadReply> ReadPieces(Ino ino, uint64_t off, size_t size);
   Result<size_t> Write(Ino ino, uint64_t off, std::string_view data);
   Status Fallocate(Ino ino, int mode, uint64_t off, uint64_t len);
   Result<uint64_t> Lseek(Ino ino, uint64_t off, int whence);  // SEEK_DATA / SEEK_HOLE
@@ -127,11 +142,17 @@ class Workspace {
 
  private:
   explicit Workspace(std::unique_ptr<Impl> impl, WorkspaceOptions opts);
+  Result<ObjectId> CommitLocked(const std::string& message);
   std::unique_ptr<Impl> impl_;
   WorkspaceOptions opts_;
 };
 
 // Deletes the persistent Workspace state of `branch` (after its branch is deleted or reset).
 Status DropWorkspaceState(Store& store, const std::string& branch);
+
+// Deletes the data-log segments no Workspace record refers to (whole blocks written since the
+// last commit live there). Skipped, with Ok, while a reader or writer holds a pin (`wait`: for
+// up to 100 ms).
+Status CollectDataLog(Store& store, bool wait = true);
 
 }  // namespace layerfs::workspace

@@ -13,6 +13,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
+
 #include "history/keys.h"
 #include "objects/tree.h"
 #include "workspace/workspace.h"
@@ -214,19 +216,33 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
 Result<ObjectId> Workspace::Commit(const std::string& message) {
   if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
+  Result<ObjectId> r = CommitLocked(message);
+  // Blocks this commit folded into history are gone from the data log's records.
+  if (r.ok() && !im->log_.empty()) {
+    Status s = CollectDataLog(im->store_);
+    if (!s.ok()) spdlog::warn("data log: {}", s.message());
+  }
+  return r;
+}
+
+Result<ObjectId> Workspace::CommitLocked(const std::string& message) {
+  auto* im = impl_.get();
   std::lock_guard cl(im->commit_mu_);
   std::shared_ptr<const kv::Snapshot> snap;
   std::map<Ino, uint64_t> dirty;
   ObjectId base;
-  {
-    std::lock_guard l(im->mu_);
-    snap = im->kv_.GetSnapshot();
-    dirty = im->dirty_;
-    base = im->base_;
-  }
   objects::Txn txn;
   Impl::Built built;
   {
+    // Pinned from before the snapshot until its blocks are read: no data-log segment it refers
+    // to is freed meanwhile.
+    auto pin = im->log_.PinSegments();
+    {
+      std::lock_guard l(im->mu_);
+      snap = im->kv_.GetSnapshot();
+      dirty = im->dirty_;
+      base = im->base_;
+    }
     // Reads of the snapshot do not need the lock: nothing in it changes.
     LFS_ASSIGN(built, im->BuildTrees(snap.get(), dirty, &txn));
   }
@@ -258,8 +274,8 @@ Result<ObjectId> Workspace::Commit(const std::string& message) {
       cur->origin_chunked = origin.second;
       cur->valid_len = cur->origin_size = cur->size;
       if (cur->has_blocks)
-        im->DeleteBlocks(&extra, ino, 0, cur->size);
-      cur->has_blocks = false;
+        im->DeleteBlocks(&extra, ino, 0, cur->size, cur->has_refs);
+      cur->has_blocks = cur->has_refs = false;
       im->Put(&extra, *cur);
       if (mark) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
     }
@@ -287,6 +303,7 @@ Result<std::vector<DiffEntry>> Workspace::Changes() {
   std::shared_ptr<const kv::Snapshot> snap;
   ObjectId base;
   std::map<Ino, uint64_t> dirty;
+  auto pin = im->log_.PinSegments();
   {
     std::lock_guard l(im->mu_);
     snap = im->kv_.GetSnapshot();
@@ -295,6 +312,7 @@ Result<std::vector<DiffEntry>> Workspace::Changes() {
   }
   objects::Txn txn(/*dry=*/true);  // ids only, discarded: nothing is encoded or stored
   LFS_ASSIGN(auto built, im->BuildTrees(snap.get(), dirty, &txn));
+  pin.unlock();
   LFS_ASSIGN(auto c, im->store_.GetCommit(base));
   return im->store_.DiffTrees(c.root, built.root, &txn);
 }
@@ -302,6 +320,7 @@ Result<std::vector<DiffEntry>> Workspace::Changes() {
 Status Workspace::Reset(const std::optional<ObjectId>& to) {
   if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
+  Status s = [&]() -> Status {
   std::lock_guard cl(im->commit_mu_);
   std::lock_guard l(im->mu_);
   if (to) LFS_TRY(im->store_.SetBranch(opts_.branch, *to));
@@ -311,7 +330,11 @@ Status Workspace::Reset(const std::optional<ObjectId>& to) {
   b.DeleteRange(kv::Cf::kWorkspace, im->keys_.prefix(), im->keys_.End());
   LFS_TRY(im->kv_.Write(b, false));
   im->dirty_.clear();
+  if (!im->log_.empty()) im->log_.RequestCollect();
   return im->InitFresh(*head);
+  }();
+  im->CollectIfWanted();
+  return s;
 }
 
 }  // namespace layerfs::workspace

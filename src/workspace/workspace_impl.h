@@ -6,6 +6,7 @@
 #include <set>
 
 #include "history/file_content.h"
+#include "kv/data_log.h"
 #include "kv/kv.h"
 #include "objects/object_store.h"
 #include "workspace/inode.h"
@@ -14,7 +15,8 @@ namespace layerfs::workspace {
 
 class Workspace::Impl {
  public:
-  Impl(Store& store, uint64_t wsid, bool ephemeral) : store_(store), kv_(store.kv()), keys_(wsid), ephemeral_(ephemeral) {}
+  Impl(Store& store, uint64_t wsid, bool ephemeral)
+      : store_(store), kv_(store.kv()), log_(store.data_log()), keys_(wsid), ephemeral_(ephemeral) {}
 
   // All REQUIRE mu_ held unless noted.
   Result<Inode> Load(Ino ino, const kv::Snapshot* snap = nullptr);
@@ -37,8 +39,16 @@ class Workspace::Impl {
   // Drops one link of `child` from `dir` (entry already removed by the caller).
   Status DropLink(kv::Batch* b, Inode* child, Ino dir);
   void DeleteInode(kv::Batch* b, const Inode& n);
-  // Deletes blocks [first, end of a file of `size` bytes).
-  void DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64_t size);
+  // Deletes blocks [first, end of a file of `size` bytes); `refs`: the data-log records too.
+  void DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64_t size, bool refs);
+  // An R record's block bytes: the data-log bytes with the record's patches applied.
+  // REQUIRES: a data-log pin held since the record was read.
+  Status MaterializeRef(std::string_view rec, std::string* out);
+  // Frees data-log segments nobody refers to, if a segment filled or files in the log went.
+  // REQUIRES: neither mu_ nor a data-log pin held.
+  void CollectIfWanted();
+  // Workspace::Write under a pin and mu_ (taken here).
+  Status WriteLocked(Ino ino, uint64_t off, std::string_view data);
   Result<Inode> NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent);
   Status InitFresh(const ObjectId& commit);  // REQUIRES: no state; writes state and root
   Status MigrateLegacyBlocks();               // blocks of older builds to their current keys
@@ -60,6 +70,7 @@ class Workspace::Impl {
 
   Store& store_;
   kv::Kv& kv_;
+  kv::DataLog& log_;  // lock order: a pin before mu_
   Keys keys_;
   bool ephemeral_;
   std::mutex mu_;  // serialises operations; lock order: mu_ before Store's internal locks

@@ -74,7 +74,7 @@ TEST_F(StoreTest, ReopenOnSameKvKeepsConfigAndRefs) {
   EXPECT_EQ(Cat(c, "f"), "hello");
 }
 
-// The format version: a version-1 Store opens and is upgraded in place; a newer or unknown one
+// The format version: a version-1 Store opens and is upgraded in place (as does a version-2 one); a newer or unknown one
 // is refused with EPROTO, unchanged.
 TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
   WriteFile(tmp_ / "f", "hello");
@@ -97,18 +97,18 @@ TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
   set_version(1);
   auto st = Store::OpenOnKv(kv_.get(), Policy{});
   ASSERT_TRUE(st.ok()) << st.status().ToString();
-  EXPECT_EQ(version(), 2u);
+  EXPECT_EQ(version(), 3u);
   store_ = std::move(*st);
   EXPECT_EQ(Cat(c, "f"), "hello");
   store_.reset();
-  for (uint32_t bad : {0u, 3u, 99u}) {
+  for (uint32_t bad : {0u, 4u, 99u}) {
     set_version(bad);
     auto refused = Store::OpenOnKv(kv_.get(), Policy{});
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_EQ(refused.status().code(), EPROTO) << bad;
     EXPECT_EQ(version(), bad);
   }
-  set_version(2);
+  set_version(3);
 }
 
 TEST_F(StoreTest, CreateOpenOnDisk) {

@@ -1,0 +1,223 @@
+#include "kv/data_log.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/coding.h"
+
+namespace layerfs::kv {
+
+void DataRef::EncodeTo(std::string* dst) const {
+  base::PutFixed32(dst, segment);
+  base::PutFixed64(dst, offset);
+  base::PutFixed32(dst, length);
+}
+
+bool DataRef::Decode(std::string_view src, DataRef* out) {
+  base::Reader r(src);
+  return r.Fixed32(&out->segment) && r.Fixed64(&out->offset) && r.Fixed32(&out->length) && r.AtEnd();
+}
+
+struct DataLog::Segment {
+  int fd = -1;
+  std::string mem;  // in-memory log
+  ~Segment() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+namespace {
+
+std::string SegName(const std::string& dir, uint32_t seg) { return fmt::format("{}/{:08}.seg", dir, seg); }
+
+Status Errno(std::string_view what) { return Status::Errorf(errno == ENOSPC ? ENOSPC : EIO, "{}: {}", what, strerror(errno)); }
+
+}  // namespace
+
+Result<std::unique_ptr<DataLog>> DataLog::Open(const std::string& dir) {
+  auto log = std::unique_ptr<DataLog>(new DataLog());
+  log->dir_ = dir;
+  if (dir.empty()) return log;
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    if (errno == ENOENT) return log;  // created with the first segment
+    return Errno("open " + dir);
+  }
+  std::vector<uint32_t> found;
+  while (auto* e = readdir(d)) {
+    unsigned seg = 0;
+    char tail[8] = {};
+    if (std::sscanf(e->d_name, "%8u.se%1s", &seg, tail) == 2 && seg > 0 && std::strlen(e->d_name) == 12)
+      found.push_back(seg);
+  }
+  closedir(d);
+  for (uint32_t seg : found) {
+    auto s = std::make_shared<Segment>();
+    s->fd = ::open(SegName(dir, seg).c_str(), O_RDWR | O_CLOEXEC);
+    if (s->fd < 0) return Errno("open " + SegName(dir, seg));
+    log->segments_[seg] = std::move(s);
+    log->next_ = std::max(log->next_, seg + 1);
+  }
+  // Segments left by an earlier process may hold only dead data: look at them at the next chance.
+  if (!found.empty()) log->collect_wanted_ = true;
+  return log;
+}
+
+DataLog::~DataLog() = default;
+
+Status DataLog::StartSegment() {
+  if (active_ != 0) collect_wanted_ = true;
+  uint32_t seg = next_++;
+  auto s = std::make_shared<Segment>();
+  if (!dir_.empty()) {
+    if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) return Errno("create " + dir_);
+    s->fd = ::open(SegName(dir_, seg).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (s->fd < 0) return Errno("create " + SegName(dir_, seg));
+    // The new name must survive a crash before the records pointing into it are synced.
+    int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      (void)::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  segments_[seg] = std::move(s);
+  active_ = seg;
+  tail_ = 0;
+  return Status::Ok();
+}
+
+Result<DataRef> DataLog::Append(std::string_view data) {
+  if (data.size() > kSegmentBytes) return Status::Invalid("data log append larger than a segment");
+  DataRef ref;
+  std::shared_ptr<Segment> s;
+  {
+    std::lock_guard l(mu_);
+    if (active_ == 0 || tail_ + data.size() > kSegmentBytes) LFS_TRY(StartSegment());
+    ref = {active_, tail_, static_cast<uint32_t>(data.size())};
+    tail_ += data.size();
+    s = segments_[active_];
+    unsynced_.insert(active_);
+    if (s->fd < 0) {
+      if (s->mem.size() < tail_) s->mem.resize(tail_);
+      std::memcpy(s->mem.data() + ref.offset, data.data(), data.size());
+      return ref;
+    }
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(s->fd, data.data() + done, data.size() - done, ref.offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Errno(fmt::format("write data segment {}", ref.segment));
+    done += n;
+  }
+  return ref;
+}
+
+Status DataLog::Read(const DataRef& ref, char* out) {
+  std::shared_ptr<Segment> s;
+  {
+    std::lock_guard l(mu_);
+    auto it = segments_.find(ref.segment);
+    if (it == segments_.end()) return Status::Errorf(EIO, "data segment {} is missing", ref.segment);
+    s = it->second;
+    if (s->fd < 0) {
+      size_t have = ref.offset < s->mem.size() ? std::min<size_t>(ref.length, s->mem.size() - ref.offset) : 0;
+      if (have) std::memcpy(out, s->mem.data() + ref.offset, have);
+      std::memset(out + have, 0, ref.length - have);
+      return Status::Ok();
+    }
+  }
+  size_t done = 0;
+  while (done < ref.length) {
+    ssize_t n = ::pread(s->fd, out + done, ref.length - done, ref.offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno(fmt::format("read data segment {}", ref.segment));
+    if (n == 0) {  // never synced before a machine crash: as ext4, unsynced data reads as zeros
+      std::memset(out + done, 0, ref.length - done);
+      break;
+    }
+    done += n;
+  }
+  return Status::Ok();
+}
+
+std::optional<DataLog::FileRange> DataLog::File(const DataRef& ref) {
+  std::shared_ptr<Segment> s;
+  {
+    std::lock_guard l(mu_);
+    auto it = segments_.find(ref.segment);
+    if (it == segments_.end() || it->second->fd < 0) return std::nullopt;
+    s = it->second;
+  }
+  struct stat st;
+  if (::fstat(s->fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < ref.offset + ref.length) return std::nullopt;
+  return FileRange{s->fd, s};
+}
+
+Status DataLog::Sync() {
+  std::vector<std::shared_ptr<Segment>> todo;
+  std::set<uint32_t> segs;
+  {
+    std::lock_guard l(mu_);
+    segs.swap(unsynced_);
+    for (uint32_t seg : segs) {
+      auto it = segments_.find(seg);
+      if (it != segments_.end() && it->second->fd >= 0) todo.push_back(it->second);
+    }
+  }
+  for (auto& s : todo) {
+    if (::fdatasync(s->fd) != 0) {
+      Status st = Errno("sync data segment");
+      std::lock_guard l(mu_);
+      unsynced_.insert(segs.begin(), segs.end());
+      return st;
+    }
+  }
+  return Status::Ok();
+}
+
+bool DataLog::empty() {
+  std::lock_guard l(mu_);
+  return segments_.empty();
+}
+
+Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>& live_segments, bool wait) {
+  std::unique_lock<std::shared_mutex> excl(pins_, std::defer_lock);
+  // try_lock only: a waiting exclusive locker could otherwise block a shared one taken while
+  // another is held (a reader pins, then waits for a writer that also pins).
+  for (int i = 0; !excl.try_lock() && wait && i < 50; i++) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  if (!excl.owns_lock()) return false;
+  LFS_ASSIGN(std::set<uint32_t> live, live_segments());
+  std::vector<std::shared_ptr<Segment>> dead;
+  std::vector<uint32_t> dead_ids;
+  {
+    std::lock_guard l(mu_);
+    for (auto it = segments_.begin(); it != segments_.end();) {
+      if (live.count(it->first)) {
+        ++it;
+        continue;
+      }
+      dead_ids.push_back(it->first);
+      dead.push_back(std::move(it->second));
+      unsynced_.erase(it->first);
+      if (it->first == active_) active_ = 0;
+      it = segments_.erase(it);
+    }
+    collect_wanted_ = false;
+  }
+  for (uint32_t seg : dead_ids)
+    if (!dir_.empty() && ::unlink(SegName(dir_, seg).c_str()) != 0 && errno != ENOENT)
+      return Errno("delete data segment");
+  return true;
+}
+
+}  // namespace layerfs::kv

@@ -1,0 +1,100 @@
+// DataLog: append-only segment files beside the database for large, short-lived values (the
+// Workspace's whole file blocks), referenced from records in the Kv by DataRef.
+//
+// Why (docs/design.md, "Workspace data log"): a 64 KiB block written through RocksDB is copied
+// into the WAL (with a software crc32c on this build), the memtable, a flushed table and again
+// by compaction; a sequential write was CPU-bound on those copies. Appended here it is one
+// pwrite into the page cache, and read back with one pread.
+//
+// Durability: an append is in the page cache when Append returns (it survives the process);
+// Sync() makes every append so far durable, and must precede syncing the records that point at
+// them. Space: segments (64 MiB) are only ever deleted whole, by Collect(), when no record
+// refers to them. Pins (shared) are held by whoever appends until its records are written and
+// by whoever reads from a database snapshot until it is done; Collect runs only when it can
+// take the pin lock exclusively, so it never frees a segment a reader or writer still needs.
+// Knows nothing of Workspaces: the caller says which segments are live.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+#include "layerfs/status.h"
+
+namespace layerfs::kv {
+
+struct DataRef {
+  uint32_t segment = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  static constexpr size_t kEncodedSize = 16;
+  // FORMAT: u32 LE segment, u64 LE offset, u32 LE length.
+  void EncodeTo(std::string* dst) const;
+  static bool Decode(std::string_view src, DataRef* out);
+};
+
+class DataLog {
+ public:
+  static constexpr uint64_t kSegmentBytes = 64 << 20;
+
+  // `dir` empty: an in-memory log (tests over MemKv). Otherwise segment files NNNNNNNN.seg in
+  // `dir`, created on first append.
+  static Result<std::unique_ptr<DataLog>> Open(const std::string& dir);
+  ~DataLog();
+
+  using Pin = std::shared_lock<std::shared_mutex>;
+  Pin PinSegments() { return Pin(pins_); }
+
+  // Appends `data` (at most one segment) and returns where it is. Caller holds a Pin until the
+  // record pointing here is written.
+  Result<DataRef> Append(std::string_view data);
+  // Reads ref.length bytes into out. Bytes past the end of a segment (appended but lost in a
+  // machine crash before any sync) read as zeros.
+  Status Read(const DataRef& ref, char* out);
+  // Every append so far durable.
+  Status Sync();
+  // The open file holding `ref`, for a caller that splices from it instead of reading; the
+  // handle keeps it open (and its bytes in place) even if the segment is collected meanwhile.
+  // Nothing for an in-memory log, or if the file is shorter than the ref (a crash cut it).
+  struct FileRange {
+    int fd = -1;
+    std::shared_ptr<const void> handle;
+  };
+  std::optional<FileRange> File(const DataRef& ref);
+
+  // Frees every segment not in live_segments(), which the caller computes from its records.
+  // Runs only if no pin is held (with `wait`, retrying for up to 100 ms); returns false if it
+  // did not run.
+  Result<bool> Collect(const std::function<Result<std::set<uint32_t>>()>& live_segments, bool wait = true);
+  // A segment filled up (or the caller asked): Collect is worth running.
+  bool collect_wanted() const { return collect_wanted_.load(std::memory_order_relaxed); }
+  void RequestCollect() { collect_wanted_.store(true, std::memory_order_relaxed); }
+  bool empty();
+
+  struct Segment;
+
+ private:
+  DataLog() = default;
+  Result<std::shared_ptr<Segment>> Get(uint32_t seg);
+  Status StartSegment();
+
+  std::string dir_;
+  std::shared_mutex pins_;
+  std::mutex mu_;  // segments_, active_, tail_, unsynced_
+  std::map<uint32_t, std::shared_ptr<Segment>> segments_;
+  uint32_t active_ = 0;  // 0: none yet
+  uint32_t next_ = 1;
+  uint64_t tail_ = 0;
+  std::set<uint32_t> unsynced_;
+  std::atomic<bool> collect_wanted_{false};
+};
+
+}  // namespace layerfs::kv
