@@ -40,8 +40,11 @@ void Init(void* userdata, fuse_conn_info* conn) noexcept {
   // (writes are copied into memory anyway), remote locks (the kernel keeps them locally).
   conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_WRITEBACK_CACHE |
                   FUSE_CAP_SPLICE_READ | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_DONT_MASK);
+  // Splice writes: reads of whole blocks in the data log are spliced from its files into the
+  // reply (ReadPieces), one copy fewer per byte read.
   const unsigned on = FUSE_CAP_READDIRPLUS | FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_CACHE_SYMLINKS |
-                      FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS;
+                      FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_SPLICE_WRITE |
+                      FUSE_CAP_SPLICE_MOVE;
   conn->want |= conn->capable & on;
   conn->max_write = kMaxWrite;
   conn->max_readahead = kMaxReadahead;
@@ -94,7 +97,8 @@ std::string OptionString(const MountOptions& o, bool read_only) {
 
 // The kernel caps a FUSE mount's readahead at its backing device's default (128 KiB) whatever
 // max_readahead the daemon asks for, so sequential reads arrive as 128 KiB requests. Root may
-// raise it: measured on a 1 GiB file, cold, 4x fewer round trips and ~1.6x the throughput.
+// raise it: measured on a 1 GiB file, cold, 1 MiB requests made 4x fewer round trips and ~1.6x
+// the throughput (now 512 KiB: kMaxReadahead).
 void RaiseReadahead(dev_t dev) {
   const std::string path = fmt::format("/sys/class/bdi/{}:{}/read_ahead_kb", major(dev), minor(dev));
   int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);

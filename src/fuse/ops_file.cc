@@ -64,9 +64,36 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) noexcept {
   Run(req, [&] {
     if (off < 0) return EINVAL;
-    auto data = Ctx(req).ws->Read(ino, static_cast<uint64_t>(off), size);
-    if (!data.ok()) return Errno(data.status());
-    fuse_reply_buf(req, data->data(), data->size());
+    auto r = Ctx(req).ws->ReadPieces(ino, static_cast<uint64_t>(off), size);
+    if (!r.ok()) return Errno(r.status());
+    if (r->pieces.empty()) {
+      fuse_reply_buf(req, nullptr, 0);
+      return 0;
+    }
+    if (r->pieces.size() == 1 && r->pieces[0].fd < 0) {
+      fuse_reply_buf(req, r->pieces[0].bytes.data(), r->pieces[0].bytes.size());
+      return 0;
+    }
+    // File ranges of the data log: libfuse splices them into the reply (the bytes never pass
+    // through this process).
+    std::vector<char> storage(sizeof(fuse_bufvec) + r->pieces.size() * sizeof(fuse_buf));
+    auto* bv = new (storage.data()) fuse_bufvec{};
+    bv->count = r->pieces.size();
+    for (size_t i = 0; i < r->pieces.size(); i++) {
+      auto& p = r->pieces[i];
+      fuse_buf& b = bv->buf[i];
+      b = fuse_buf{};
+      b.size = p.length;
+      if (p.fd >= 0) {
+        b.flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+        b.fd = p.fd;
+        b.pos = static_cast<off_t>(p.offset);
+      } else {
+        b.mem = p.bytes.data();
+      }
+    }
+    // Replies exactly once, whatever it returns (an error it could not send frees the request).
+    (void)fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
     return 0;
   });
 }
