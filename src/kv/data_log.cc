@@ -217,6 +217,8 @@ Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>&
   for (uint32_t seg : dead_ids)
     if (!dir_.empty() && ::unlink(SegName(dir_, seg).c_str()) != 0 && errno != ENOENT)
       return Errno("delete data segment");
+  // An empty log leaves no directory behind (a Store's size is its data); the next append makes it.
+  if (!dir_.empty() && empty()) (void)::rmdir(dir_.c_str());
   return true;
 }
 

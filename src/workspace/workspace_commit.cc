@@ -217,8 +217,9 @@ Result<ObjectId> Workspace::Commit(const std::string& message) {
   if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
   Result<ObjectId> r = CommitLocked(message);
-  // Blocks this commit folded into history are gone from the data log's records.
-  if (r.ok() && !im->log_.empty()) {
+  // Blocks this commit folded into history are gone from the data log's records (DeleteBlocks
+  // asked for a collection).
+  if (r.ok() && im->log_.collect_wanted()) {
     Status s = CollectDataLog(im->store_);
     if (!s.ok()) spdlog::warn("data log: {}", s.message());
   }

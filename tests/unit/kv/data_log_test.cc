@@ -112,6 +112,11 @@ TEST(DataLog, SegmentsRollOverAndCollectFreesOnlyUnreferencedOnes) {
   ASSERT_TRUE((*log)->Collect([]() -> Result<std::set<uint32_t>> { return std::set<uint32_t>{}; }).ok());
   EXPECT_TRUE((*log)->empty());
   EXPECT_EQ(SegmentFiles(dir), 0u);
+  EXPECT_FALSE(std::filesystem::exists(dir));  // nothing left behind
+  auto again = (*log)->Append("again");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(ReadBack(**log, *again), "again");
+  EXPECT_EQ(SegmentFiles(dir), 1u);
 }
 
 TEST(DataLog, CollectDoesNotRunWhileAPinIsHeld) {
