@@ -150,6 +150,34 @@ void SparseSeekDataHole(Log& s) {
   s.Content("f");
 }
 
+// Misses are cached by the kernel as negative entries; every way a name comes into being
+// through the mount must show at once.
+void NegativeEntriesInvalidated(Log& s) {
+  s.Stat("n1");
+  s.Put("n1", "created after a miss");
+  s.Stat("n1");
+  s.Content("n1");
+  s.Lstat("n2");
+  s.R("mkdir after a miss", mkdir(s.P("n2").c_str(), 0755));
+  s.Lstat("n2");
+  s.Stat("n3");
+  s.R("rename onto a missed name", rename(s.P("n1").c_str(), s.P("n3").c_str()));
+  s.Stat("n3");
+  s.Stat("n1");
+  s.Stat("n4");
+  s.R("link onto a missed name", link(s.P("n3").c_str(), s.P("n4").c_str()));
+  s.Stat("n4");
+  s.Lstat("n5");
+  s.R("symlink onto a missed name", symlink("n3", s.P("n5").c_str()));
+  s.Content("n5");
+  s.R("mknod fifo onto a missed name", mknod(s.P("n6").c_str(), S_IFIFO | 0644, 0));
+  s.Lstat("n6");
+  s.R("unlink", unlink(s.P("n3").c_str()));
+  s.Stat("n3");
+  s.Put("n3", "again");
+  s.Content("n3");
+}
+
 void FallocateMode0(Log& s) {
   int fd = s.Open("create", "f", O_CREAT | O_RDWR);
   s.Write("write", fd, "head");
@@ -675,6 +703,7 @@ const Case kCases[] = {
     {"TruncateGrowShrink", TruncateGrowShrink},
     {"SparseSeekDataHole", SparseSeekDataHole},
     {"FallocateMode0", FallocateMode0},
+    {"NegativeEntriesInvalidated", NegativeEntriesInvalidated},
     {"MkdirRmdir", MkdirRmdir},
     {"UnlinkDir", UnlinkDir},
     {"UnlinkOpenFile", UnlinkOpenFile},
