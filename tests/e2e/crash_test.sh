@@ -63,6 +63,47 @@ lfs verify >/dev/null || fail "verify after crash (a)"
 c2=$(lfs commit "$M" -m after-crash)
 [ "$(lfs cat "$c2:log.txt" | head -n "$synced" | wc -l)" = "$synced" ] || fail "commit after crash lacks lines"
 
+# --- (a2) SIGKILL during fsync'ed whole-block writes (the data log, STORE/data): every chunk
+# fsync'ed before the kill reads back, and once committed its segments are freed.
+: >"$WORK/synced2"
+python3 - "$M/stream.bin" "$WORK/synced2" <<'PY' &
+import hashlib, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+done = open(sys.argv[2], "w")
+i = 0
+try:
+    while True:
+        chunk = hashlib.sha256(b"%d" % i).digest() * 32768  # 1 MiB
+        os.pwrite(fd, chunk, i << 20)
+        os.fsync(fd)
+        done.write("%d\n" % i)
+        done.flush()
+        i += 1
+except OSError:
+    pass
+PY
+writer=$!
+for _ in $(seq 200); do [ "$(wc -l <"$WORK/synced2" 2>/dev/null || echo 0)" -ge 40 ] && break; sleep 0.05; done
+ls "$LAYERFS_STORE/data/"*.seg >/dev/null 2>&1 || fail "whole-block writes did not reach the data log"
+kill_daemon
+wait "$writer" || true
+synced2=$(wc -l <"$WORK/synced2")
+[ "$synced2" -ge 20 ] || fail "writer fsync'ed only $synced2 chunks"
+mnt main "$M" >/dev/null
+python3 - "$M/stream.bin" "$synced2" <<'PY' || fail "fsync'ed chunks in the data log lost"
+import hashlib, sys
+data = open(sys.argv[1], "rb").read()
+for i in range(int(sys.argv[2])):
+    if data[i << 20:(i + 1) << 20] != hashlib.sha256(b"%d" % i).digest() * 32768:
+        sys.exit("chunk %d differs" % i)
+PY
+lfs verify >/dev/null || fail "verify after crash (a2)"
+cp "$M/stream.bin" "$WORK/stream.bin"
+c2b=$(lfs commit "$M" -m stream)
+lfs cat "$c2b:stream.bin" | cmp - "$WORK/stream.bin" || fail "committed stream differs"
+[ ! -e "$LAYERFS_STORE/data" ] || fail "data log not freed after the commit: $(ls "$LAYERFS_STORE/data")"
+rm "$M/stream.bin"
+
 # --- (b) SIGKILL during a large commit: the head is the old or the new commit, never torn.
 mkdir -p "$WORK/expected"
 for d in $(seq 8); do
