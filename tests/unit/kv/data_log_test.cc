@@ -13,15 +13,6 @@
 namespace layerfs::kv {
 namespace {
 
-std::string Pattern(size_t n, uint32_t seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i++) {
-    seed = seed * 1664525 + 1013904223;
-    s[i] = static_cast<char>(seed >> 24);
-  }
-  return s;
-}
-
 std::string ReadBack(DataLog& log, const DataRef& r) {
   std::string out(r.length, '?');
   Status s = log.Read(r, out.data());
@@ -48,7 +39,7 @@ TEST_P(DataLogTest, AppendsReadBackExactly) {
   ASSERT_TRUE(log.ok());
   std::vector<std::pair<DataRef, std::string>> written;
   for (uint32_t i = 0; i < 20; i++) {
-    std::string d = Pattern(1000 + i * 7919, i);
+    std::string d = testing::RandomBytes(1000 + i * 7919, i);
     auto r = (*log)->Append(d);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->length, d.size());
@@ -85,7 +76,7 @@ TEST(DataLog, SegmentsRollOverAndCollectFreesOnlyUnreferencedOnes) {
   std::string dir = tmp / "data";
   auto log = DataLog::Open(dir);
   ASSERT_TRUE(log.ok());
-  const std::string mib = Pattern(1 << 20, 1);
+  const std::string mib = testing::RandomBytes(1 << 20, 1);
   std::vector<DataRef> refs;
   for (int i = 0; i < 130; i++) {  // 130 MiB: three segments
     auto r = (*log)->Append(mib);

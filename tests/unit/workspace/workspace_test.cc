@@ -651,30 +651,21 @@ class WorkspaceDataLog : public ::testing::Test {
   std::string model_;
 };
 
-std::string Noise(size_t n, uint32_t seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i++) {
-    seed = seed * 1664525 + 1013904223;
-    s[i] = static_cast<char>(seed >> 24);
-  }
-  return s;
-}
-
 // Whole blocks are written to the data log and only referenced from RocksDB; patches, folds,
 // truncation and reopening read back exactly; the commit folds them into history and the
 // segments are freed.
 TEST_F(WorkspaceDataLog, WholeBlocksLiveInTheLogUntilTheCommitFoldsThem) {
   Ino f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
-  Write(f, 0, Noise((1 << 20) + 1000, 1));
+  Write(f, 0, layerfs::testing::RandomBytes((1 << 20) + 1000, 1));
   EXPECT_EQ(Records(kTagRef), 16u);  // 16 whole blocks by reference
   EXPECT_EQ(Records(kTagBlock), 1u);  // the 1000-byte tail
   EXPECT_GE(LogBytes(), 1u << 20);
   ExpectReads(f);
   Write(f, 70000, "patched in place");  // a patch on a block in the log
   ExpectReads(f);
-  for (int i = 0; i < 300; i++) Write(f, 2 * kBlockSize + (i * 211) % 60000, Noise(100, i));  // folds
+  for (int i = 0; i < 300; i++) Write(f, 2 * kBlockSize + (i * 211) % 60000, layerfs::testing::RandomBytes(100, i));  // folds
   ExpectReads(f);
-  Write(f, 5 * kBlockSize, Noise(kBlockSize, 9));  // a whole block over a patched one
+  Write(f, 5 * kBlockSize, layerfs::testing::RandomBytes(kBlockSize, 9));  // a whole block over a patched one
   ASSERT_TRUE(ws_->SetAttr(f, {.size = 100000}).ok());  // mid-block, in the log
   model_.resize(100000);
   ExpectReads(f);
@@ -695,7 +686,7 @@ TEST_F(WorkspaceDataLog, WholeBlocksLiveInTheLogUntilTheCommitFoldsThem) {
 // SEEK_DATA / SEEK_HOLE see blocks in the log as data.
 TEST_F(WorkspaceDataLog, SeekDataAndHoleSeeLogBlocks) {
   Ino f = ws_->Mknod(kRootIno, "sparse", S_IFREG | 0644, 0, {})->ino;
-  Write(f, 3 * kBlockSize, Noise(2 * kBlockSize, 5));
+  Write(f, 3 * kBlockSize, layerfs::testing::RandomBytes(2 * kBlockSize, 5));
   ASSERT_TRUE(ws_->SetAttr(f, {.size = 10 * kBlockSize}).ok());
   EXPECT_EQ(*ws_->Lseek(f, 0, SEEK_DATA), 3 * kBlockSize);
   EXPECT_EQ(*ws_->Lseek(f, 3 * kBlockSize + 5, SEEK_HOLE), 5 * kBlockSize);
@@ -707,11 +698,11 @@ TEST_F(WorkspaceDataLog, SeekDataAndHoleSeeLogBlocks) {
 // stay readable.
 TEST_F(WorkspaceDataLog, DeletedFilesFreeTheirSegments) {
   Ino a = ws_->Mknod(kRootIno, "a", S_IFREG | 0644, 0, {})->ino;
-  ASSERT_TRUE(ws_->Write(a, 0, Noise(70 << 20, 3)).ok());  // more than a segment
+  ASSERT_TRUE(ws_->Write(a, 0, layerfs::testing::RandomBytes(70 << 20, 3)).ok());  // more than a segment
   uint64_t before = LogBytes();
   EXPECT_GE(before, 70u << 20);
   Ino b = ws_->Mknod(kRootIno, "b", S_IFREG | 0644, 0, {})->ino;
-  Write(b, 0, Noise(3 * kBlockSize, 4));
+  Write(b, 0, layerfs::testing::RandomBytes(3 * kBlockSize, 4));
   ASSERT_TRUE(ws_->Unlink(kRootIno, "a").ok());
   ws_->Forget(a);
   EXPECT_LE(LogBytes(), 64u << 20);  // the first segment only held a
