@@ -160,7 +160,7 @@ std::optional<DataLog::FileRange> DataLog::File(const DataRef& ref) {
   }
   struct stat st;
   if (::fstat(s->fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < ref.offset + ref.length) return std::nullopt;
-  return FileRange{s->fd, s};
+  return FileRange{s->fd, static_cast<uint64_t>(st.st_size), s};
 }
 
 Status DataLog::Sync() {

@@ -66,6 +66,7 @@ class DataLog {
   // Nothing for an in-memory log, or if the file is shorter than the ref (a crash cut it).
   struct FileRange {
     int fd = -1;
+    uint64_t size = 0;  // the file's size now: later refs within it need no new check
     std::shared_ptr<const void> handle;
   };
   std::optional<FileRange> File(const DataRef& ref);

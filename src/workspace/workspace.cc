@@ -32,6 +32,15 @@ struct CollectAfter {
   ~CollectAfter() { im->CollectIfWanted(); }
 };
 
+// An R record: the DataRef of a block in the data log, then its patches (bytes each).
+bool ParseRef(std::string_view rec, kv::DataRef* ref, std::string_view* patches) {
+  if (rec.size() < kv::DataRef::kEncodedSize ||
+      !kv::DataRef::Decode(rec.substr(0, kv::DataRef::kEncodedSize), ref) || ref->length > kBlockSize)
+    return false;
+  *patches = rec.substr(kv::DataRef::kEncodedSize);
+  return true;
+}
+
 Status CheckName(std::string_view name) {
   if (name.size() > 255) return Status::Error(ENAMETOOLONG, "name too long");
   if (!objects::ValidName(name)) return Status::Invalid("invalid name");
@@ -237,12 +246,11 @@ Result<std::string> Workspace::Impl::ReadOrigin(const Inode& n, uint64_t off, ui
 
 Status Workspace::Impl::MaterializeRef(std::string_view rec, std::string* out) {
   kv::DataRef ref;
-  if (rec.size() < kv::DataRef::kEncodedSize ||
-      !kv::DataRef::Decode(rec.substr(0, kv::DataRef::kEncodedSize), &ref) || ref.length > kBlockSize)
-    return Status::Corrupt("workspace: damaged data-log record");
+  std::string_view patches;
+  if (!ParseRef(rec, &ref, &patches)) return Status::Corrupt("workspace: damaged data-log record");
   out->assign(ref.length, '\0');
   LFS_TRY(log_.Read(ref, out->data()));
-  base::Reader r(rec.substr(kv::DataRef::kEncodedSize));
+  base::Reader r(patches);
   while (!r.AtEnd()) {
     std::string_view patch;
     if (!r.Bytes(&patch) || !kv::ApplyPatch(patch, out) || out->size() > kBlockSize)
@@ -288,8 +296,8 @@ Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uin
                            uint64_t blk = base::GetBigEndian64(k.data() + k.size() - 8), from, to;
                            uint64_t bstart = blk * kBlockSize;
                            kv::DataRef ref;
-                           if (v.size() == kv::DataRef::kEncodedSize && kv::DataRef::Decode(v, &ref) &&
-                               ref.length <= kBlockSize) {
+                           std::string_view patches;
+                           if (ParseRef(v, &ref, &patches) && patches.empty()) {
                              // No patches: the overlap straight from the data log.
                              if (overlap(blk, ref.length, &from, &to))
                                err = log_.Read({ref.segment, ref.offset + (from - bstart), static_cast<uint32_t>(to - from)},
@@ -468,7 +476,8 @@ Status CollectDataLog(Store& store, bool wait) {
       std::string p = keys.RefPrefix();
       LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, p, history::PrefixEnd(p), [&](auto, auto v) {
         kv::DataRef ref;
-        if (v.size() < kv::DataRef::kEncodedSize || !kv::DataRef::Decode(v.substr(0, kv::DataRef::kEncodedSize), &ref)) {
+        std::string_view patches;
+        if (!ParseRef(v, &ref, &patches)) {
           damaged = true;
           return false;
         }
@@ -898,19 +907,25 @@ Result<std::vector<DirEntry>> Workspace::ReadDir(Ino ino) {
   return out;
 }
 
+// Loads `ino` and takes a snapshot under the lock, for a read of [off, off + size) from it
+// outside the lock; false if there is nothing to read. REQUIRES: a data-log pin, held until the
+// bytes are read, so no segment the snapshot refers to is freed meanwhile.
+Result<bool> Workspace::Impl::StartRead(Ino ino, uint64_t off, size_t size, Inode* n,
+                                        std::shared_ptr<const kv::Snapshot>* snap) {
+  std::lock_guard l(mu_);
+  LFS_ASSIGN(*n, Load(ino));
+  if (n->is_dir()) return Status::Error(EISDIR, "is a directory");
+  if (off >= n->size || size == 0) return false;
+  *snap = kv_.GetSnapshot();
+  return true;
+}
+
 Result<std::string> Workspace::Read(Ino ino, uint64_t off, size_t size) {
   Inode n;
   std::shared_ptr<const kv::Snapshot> snap;
-  // Pinned before the snapshot and until the bytes are read: no data-log segment this snapshot
-  // refers to is freed meanwhile.
   auto pin = impl_->log_.PinSegments();
-  {
-    std::lock_guard l(impl_->mu_);
-    LFS_ASSIGN(n, impl_->Load(ino));
-    if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
-    if (off >= n.size || size == 0) return std::string();
-    snap = impl_->kv_.GetSnapshot();
-  }
+  LFS_ASSIGN(bool any, impl_->StartRead(ino, off, size, &n, &snap));
+  if (!any) return std::string();
   // The bytes are read outside the lock, from a snapshot taken with the inode: the kernel's
   // parallel readahead requests overlap their I/O instead of queueing behind one another, and a
   // write that lands meanwhile is not seen, as if it had come after this read.
@@ -922,13 +937,8 @@ Result<ReadReply> Workspace::ReadPieces(Ino ino, uint64_t off, size_t size) {
   Inode n;
   std::shared_ptr<const kv::Snapshot> snap;
   auto pin = im->log_.PinSegments();
-  {
-    std::lock_guard l(im->mu_);
-    LFS_ASSIGN(n, im->Load(ino));
-    if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
-    if (off >= n.size || size == 0) return ReadReply{};
-    snap = im->kv_.GetSnapshot();
-  }
+  LFS_ASSIGN(bool any, im->StartRead(ino, off, size, &n, &snap));
+  if (!any) return ReadReply{};
   const uint64_t len = std::min<uint64_t>(size, n.size - off);
   ReadReply out;
   out.size = len;
@@ -936,6 +946,8 @@ Result<ReadReply> Workspace::ReadPieces(Ino ino, uint64_t off, size_t size) {
     // Every block of the range must be an unpatched log block reaching as far as needed (bytes
     // past a block's end would be zeros, and B records or patches need applying).
     uint64_t first = off / kBlockSize, last = (off + len - 1) / kBlockSize, expect = first;
+    uint64_t seg_size = 0;  // of segment `seg`, the last piece's
+    uint32_t seg = 0;
     bool whole = true;
     LFS_TRY(im->kv_.ScanOnce(kv::Cf::kWorkspace, im->keys_.Ref(ino, first), im->keys_.Ref(ino, last + 1),
                              [&](auto k, auto v) {
@@ -943,26 +955,28 @@ Result<ReadReply> Workspace::ReadPieces(Ino ino, uint64_t off, size_t size) {
                                uint64_t bstart = blk * kBlockSize;
                                uint64_t from = std::max(off, bstart), to = std::min(off + len, bstart + kBlockSize);
                                kv::DataRef ref;
-                               if (blk != expect++ || v.size() != kv::DataRef::kEncodedSize ||
-                                   !kv::DataRef::Decode(v, &ref) || bstart + ref.length < to) {
+                               std::string_view patches;
+                               if (blk != expect++ || !ParseRef(v, &ref, &patches) || !patches.empty() ||
+                                   bstart + ref.length < to) {
                                  whole = false;
                                  return false;
                                }
-                               ReadPiece p{{}, -1, ref.offset + (from - bstart), to - from};
-                               kv::DataRef piece{ref.segment, p.offset, static_cast<uint32_t>(p.length)};
-                               auto file = im->log_.File(piece);
+                               const uint64_t at = ref.offset + (from - bstart), count = to - from;
+                               // Contiguous with the last piece (one append wrote them): extend it.
+                               if (!out.pieces.empty() && seg == ref.segment &&
+                                   out.pieces.back().offset + out.pieces.back().length == at && at + count <= seg_size) {
+                                 out.pieces.back().length += count;
+                                 return true;
+                               }
+                               auto file = im->log_.File({ref.segment, at, static_cast<uint32_t>(count)});
                                if (!file) {
                                  whole = false;
                                  return false;
                                }
-                               p.fd = file->fd;
-                               if (!out.pieces.empty() && out.pieces.back().fd == p.fd &&
-                                   out.pieces.back().offset + out.pieces.back().length == p.offset) {
-                                 out.pieces.back().length += p.length;
-                               } else {
-                                 out.pieces.push_back(std::move(p));
-                                 out.hold.push_back(std::move(file->handle));
-                               }
+                               seg = ref.segment;
+                               seg_size = file->size;
+                               out.pieces.push_back({{}, file->fd, at, count});
+                               out.hold.push_back(std::move(file->handle));
                                return true;
                              }, snap.get()));
     if (whole && expect == last + 1) return out;  // the log's bytes never change: no pin needed

@@ -35,6 +35,8 @@ class Workspace::Impl {
   // With a snapshot (taken under mu_ together with `n`), safe without mu_.
   Result<std::string> ReadRange(const Inode& n, uint64_t off, uint64_t len, const kv::Snapshot* snap = nullptr);
   Result<std::string> ReadOrigin(const Inode& n, uint64_t off, uint64_t len);
+  // Read and ReadPieces: the inode and a snapshot, under mu_ (taken here); false: nothing to read.
+  Result<bool> StartRead(Ino ino, uint64_t off, size_t size, Inode* n, std::shared_ptr<const kv::Snapshot>* snap);
   Status Truncate(kv::Batch* b, Inode* n, uint64_t size);
   // Drops one link of `child` from `dir` (entry already removed by the caller).
   Status DropLink(kv::Batch* b, Inode* child, Ino dir);
