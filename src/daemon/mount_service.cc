@@ -52,7 +52,7 @@ Status MountTable::Mount(const Request& r, std::string* out) {
     e.ws = std::move(ws);
   }
   LFS_TRY(StartLocked(e));
-  spdlog::info("mounted {} at {}", r.ref, real);
+  spdlog::info("mounted {} at {} over {}", r.ref, real, e.mount->transport());
   out->append(fmt::format("{} mounted at {}{}\n", r.ref, real, e.branch.empty() ? " (read-only)" : ""));
   mounts_.emplace(real, std::move(e));
   return Status::Ok();
@@ -121,7 +121,8 @@ std::vector<std::pair<std::string, std::string>> MountTable::List() {
   std::lock_guard l(mu_);
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [mp, m] : mounts_)
-    out.emplace_back(mp, m.branch.empty() ? m.req.ref + " (read-only)" : m.branch);
+    out.emplace_back(mp, (m.branch.empty() ? m.req.ref + " (read-only)" : m.branch) +
+                             (m.mount ? " " + m.mount->transport() : ""));
   return out;
 }
 

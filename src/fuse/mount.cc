@@ -52,6 +52,21 @@ void Init(void* userdata, fuse_conn_info* conn) noexcept {
   static_cast<Adapter*>(userdata)->SignalInit(true);
 }
 
+// fuse_custom_io hooks: libfuse hands them the session's userdata, the Adapter.
+ssize_t IoRead(int fd, void* buf, size_t len, void* ud) { return static_cast<Adapter*>(ud)->uring->Read(fd, buf, len); }
+ssize_t IoWritev(int fd, iovec* iov, int count, void* ud) {
+  return static_cast<Adapter*>(ud)->uring->Writev(fd, iov, count);
+}
+ssize_t IoSpliceSend(int fdin, off_t* offin, int fdout, off_t* offout, size_t len, unsigned flags, void* ud) {
+  return static_cast<Adapter*>(ud)->uring->SpliceSend(fdin, offin, fdout, offout, len, flags);
+}
+
+bool UringWanted(const MountOptions& o) {
+  const char* env = getenv("LAYERFS_FUSE_URING");
+  if (env != nullptr && std::string_view(env) == "0") return false;
+  return o.uring && UringTransport::KernelEnabled();
+}
+
 const fuse_lowlevel_ops& Ops() {
   static const fuse_lowlevel_ops ops = [] {
     fuse_lowlevel_ops o{};
@@ -146,6 +161,7 @@ bool Abort(dev_t dev) {
 
 struct Mount::State {
   std::unique_ptr<Adapter> ad;
+  std::unique_ptr<UringTransport> uring;
   fuse_session* se = nullptr;
   bool multithreaded = false;
   dev_t dev = 0;
@@ -224,6 +240,17 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
     st.unmounted = true;
     return Status::Errorf(EIO, "cannot mount {} (see the fuse log)", mountpoint);
   }
+  if (UringWanted(o)) {
+    const char* idle = getenv("LAYERFS_FUSE_RING_IDLE");  // a measurement switch
+    st.uring = std::make_unique<UringTransport>(st.se, idle == nullptr || std::string_view(idle) != "0");
+    st.ad->uring = st.uring.get();
+    static const fuse_custom_io io = {
+        .writev = IoWritev, .read = IoRead, .splice_receive = nullptr, .splice_send = IoSpliceSend};
+    if (fuse_session_custom_io(st.se, &io, fuse_session_fd(st.se)) != 0) {
+      st.ad->uring = nullptr;
+      st.uring.reset();
+    }
+  }
   st.serving.store(true);
   st.loop = std::thread([&st] { st.Serve(); });
   if (!st.ad->WaitInit(kInitTimeoutMs)) {
@@ -266,6 +293,7 @@ Status Mount::Unmount() {
   // than unmounting a path that may be something else by now.
   pollfd pfd{.fd = fuse_session_fd(st.se), .events = 0, .revents = 0};
   if (pfd.fd >= 0 && poll(&pfd, 1, 0) == 0) Abort(st.dev);
+  if (st.uring) st.uring->Stop();  // the connection is gone: its rings are torn down
   fuse_session_unmount(st.se);
   fuse_session_destroy(st.se);
   st.se = nullptr;
@@ -273,6 +301,8 @@ Status Mount::Unmount() {
 }
 
 bool Mount::serving() const { return st_->serving.load(); }
+
+std::string Mount::transport() const { return st_->uring && st_->uring->active() ? "io_uring" : "/dev/fuse"; }
 
 size_t Mount::open_handles() const { return st_->ad ? st_->ad->open_handles.load() : 0; }
 

@@ -21,6 +21,9 @@ struct MountOptions {
   bool allow_other = false;
   bool multithreaded = false;
   bool follow_cpu = true;  // serve each request on its caller's core (fuse/cpu_follow.h)
+  // Serve over io_uring when the kernel offers it (fuse/uring.h); LAYERFS_FUSE_URING=0 in the
+  // environment turns it off for every mount.
+  bool uring = true;
   std::string fsname = "layerfs";
 };
 
@@ -41,6 +44,8 @@ class Mount {
   // Files and directories the kernel has open on this mount.
   size_t open_handles() const;
   const std::string& mountpoint() const { return mountpoint_; }
+  // "io_uring" when requests are served from per-CPU rings, else "/dev/fuse".
+  std::string transport() const;
 
  private:
   Mount();

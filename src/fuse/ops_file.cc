@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 
 #include "fuse/ops_table.h"
@@ -72,6 +73,27 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
     }
     if (r->pieces.size() == 1 && r->pieces[0].fd < 0) {
       fuse_reply_buf(req, r->pieces[0].bytes.data(), r->pieces[0].bytes.size());
+      return 0;
+    }
+    size_t total = 0;
+    for (const auto& p : r->pieces) total += p.length;
+    if (char* dst = UringTransport::ReplyBuffer(total)) {
+      // Served from an io_uring entry: read the pieces straight into its reply buffer.
+      size_t n = 0;
+      for (const auto& p : r->pieces) {
+        if (p.fd < 0) {
+          memcpy(dst + n, p.bytes.data(), p.length);
+        } else {
+          for (size_t got = 0; got < p.length;) {
+            ssize_t k = pread(p.fd, dst + n + got, p.length - got, static_cast<off_t>(p.offset + got));
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) return k < 0 ? errno : EIO;  // a segment shorter than its records: damaged
+            got += static_cast<size_t>(k);
+          }
+        }
+        n += p.length;
+      }
+      fuse_reply_buf(req, dst, n);
       return 0;
     }
     // File ranges of the data log: libfuse splices them into the reply (the bytes never pass

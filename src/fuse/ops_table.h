@@ -19,6 +19,7 @@
 
 #include "fuse/cpu_follow.h"
 #include "fuse/mount.h"
+#include "fuse/uring.h"
 #include "workspace/workspace.h"
 
 namespace layerfs::fuse {
@@ -40,6 +41,7 @@ struct Adapter {
   workspace::Workspace* ws;
   MountOptions opts;
   std::atomic<size_t> open_handles{0};
+  UringTransport* uring = nullptr;  // set when the mount may serve over io_uring
 
   // Lookup counts: every entry the kernel is told about counts one; forget subtracts. At zero
   // the Workspace may drop the inode (and free an unlinked file's data).
@@ -79,7 +81,8 @@ int ReplyAttr(fuse_req_t req, const workspace::Attr& a);
 
 template <typename Body>
 void Run(fuse_req_t req, Body&& body) noexcept {
-  if (Ctx(req).opts.follow_cpu) FollowCallerCpu(fuse_req_ctx(req)->pid);
+  // A ring thread is pinned to its queue's CPU, which is already the caller's.
+  if (Ctx(req).opts.follow_cpu && !UringTransport::InRingThread()) FollowCallerCpu(fuse_req_ctx(req)->pid);
   int err;
   try {
     err = body();

@@ -2,11 +2,14 @@
 // and inode numbers, external unmounts, open handle counts, read-only and multithreaded mounts,
 // and data written through the kernel (write, mmap) reaching the Workspace itself.
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -14,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../unit/test_util.h"
+#include "fuse/uring.h"
 #include "mount_env.h"
 #include "syscall_log.h"
 
@@ -242,6 +247,53 @@ TEST(MountTest, MultithreadedMountServesConcurrentWriters) {
   auto list = env.ws().ReadDir(workspace::kRootIno);
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->size(), 100u);
+}
+
+// With FUSE over io_uring on (tools/setup turns it on where the kernel has it), the mount must
+// really serve from its per-CPU rings, and callers on every CPU must get their own replies:
+// content written and read back in 1 MiB requests and in small ones, directory listings and
+// errnos from threads pinned to each CPU in turn.
+TEST(MountTest, ServesOverIoUringOnEveryCpu) {
+  if (!std::filesystem::exists("/sys/module/fuse/parameters/enable_uring")) {
+    GTEST_SKIP() << "this kernel has no FUSE over io_uring";
+  }
+  const char* off = getenv("LAYERFS_FUSE_URING");
+  const bool want = fuse::UringTransport::KernelEnabled() && !(off != nullptr && std::string_view(off) == "0");
+  MountEnv env;
+  ASSERT_TRUE(env.ok());
+  ASSERT_TRUE(env.Mount());
+  struct stat st {};
+  ASSERT_EQ(stat(env.mnt().c_str(), &st), 0);  // the rings are registered once a request is answered
+  EXPECT_EQ(env.mount().transport(), want ? "io_uring" : "/dev/fuse");
+
+  const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  std::atomic<int> failures{0};
+  for (long cpu = 0; cpu < ncpu; ++cpu) {
+    std::thread([&, cpu] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(static_cast<int>(cpu), &set);
+      if (sched_setaffinity(0, sizeof set, &set) != 0) failures++;
+      const std::string dir = fmt::format("{}/cpu{}", env.mnt(), cpu);
+      if (mkdir(dir.c_str(), 0755) != 0) failures++;
+      std::string big = layerfs::testing::RandomBytes(3 * (1 << 20) + 12345, static_cast<uint64_t>(cpu) + 7);
+      for (int i = 0; i < 20; ++i) {
+        std::string small(100 + i, static_cast<char>('a' + i));
+        if (!WriteFile(fmt::format("{}/s{}", dir, i), small) || ReadFile(fmt::format("{}/s{}", dir, i)) != small) failures++;
+      }
+      if (!WriteFile(dir + "/big", big)) failures++;
+      std::ofstream("/proc/sys/vm/drop_caches") << "3";  // the read goes to the daemon again
+      if (ReadFile(dir + "/big") != big) failures++;
+      if (access((dir + "/missing").c_str(), F_OK) == 0 || errno != ENOENT) failures++;
+      if (rmdir(dir.c_str()) == 0 || errno != ENOTEMPTY) failures++;
+    }).join();
+  }
+  EXPECT_EQ(failures.load(), 0);
+  auto list = env.ws().ReadDir(workspace::kRootIno);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), static_cast<size_t>(ncpu));
+  ASSERT_TRUE(env.Unmount());
+  EXPECT_FALSE(IsMounted(env.mnt()));
 }
 
 TEST(MountTest, StartFailsOnMissingMountpoint) {

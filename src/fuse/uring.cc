@@ -1,0 +1,563 @@
+#include "fuse/uring.h"
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fuse.h>
+#include <linux/io_uring.h>
+#include <linux/time_types.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace layerfs::fuse {
+namespace {
+
+// The FUSE-over-io_uring ABI (include/uapi/linux/fuse.h of Linux 6.14+; the build host's headers
+// may predate it).
+constexpr uint64_t kFuseOverIoUring = 1ULL << 41;
+constexpr uint32_t kFuseInitExt = 1U << 30;
+constexpr uint32_t kCmdRegister = 1;
+constexpr uint32_t kCmdCommitAndFetch = 2;
+constexpr size_t kInOutSize = 128;
+constexpr size_t kOpInSize = 128;
+
+struct EntInOut {
+  uint64_t flags;
+  uint64_t commit_id;
+  uint32_t payload_sz;
+  uint32_t padding;
+  uint64_t reserved;
+};
+struct ReqHeader {
+  char in_out[kInOutSize];  // fuse_in_header from the kernel, fuse_out_header to it
+  char op_in[kOpInSize];    // the request's first argument (its fixed-size struct)
+  EntInOut ent;
+};
+struct CmdReq {
+  uint64_t flags;
+  uint64_t commit_id;
+  uint16_t qid;
+  uint8_t padding[6];
+};
+static_assert(sizeof(ReqHeader) == 288);
+static_assert(sizeof(CmdReq) <= 80);
+
+// Entries per queue. A queue's thread serves its entries one after another; a second entry
+// lets the kernel hand it the next request (often readahead) in the same wakeup.
+constexpr unsigned kDepth = 2;
+// Room in front of each payload buffer to rebuild a request as /dev/fuse delivers it:
+// fuse_in_header, then the op struct, then the payload, contiguous.
+constexpr size_t kSlack = 4096;
+constexpr long kWaitNs = 200'000'000;  // a queue thread checks for Stop() this often
+
+struct Entry {
+  ReqHeader* hdr = nullptr;
+  char* region = nullptr;
+  size_t region_size = 0;
+  char* payload = nullptr;
+  size_t payload_size = 0;
+  iovec iov[2]{};
+  uint64_t commit_id = 0;
+  bool replied = false;
+  bool live = false;
+  bool registering = false;
+};
+
+thread_local Entry* tl_entry = nullptr;
+thread_local bool tl_ring_thread = false;
+
+// One io_uring with 128-byte SQEs, used by the one thread that created it.
+class Ring {
+ public:
+  ~Ring() {
+    if (sq_ptr_ != MAP_FAILED) munmap(sq_ptr_, sq_size_);
+    if (cq_ptr_ != MAP_FAILED && cq_ptr_ != sq_ptr_) munmap(cq_ptr_, cq_size_);
+    if (sqes_ != MAP_FAILED) munmap(sqes_, sqes_size_);
+    if (fd_ >= 0) close(fd_);
+  }
+
+  bool Setup(unsigned entries, std::string* err) {
+    // Defer task work to our own waits (the kernel completes a request's hand-over in this
+    // thread's context), falling back to plainer setups on older kernels.
+    const unsigned variants[] = {
+        IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+        IORING_SETUP_SQE128 | IORING_SETUP_COOP_TASKRUN,
+        IORING_SETUP_SQE128,
+    };
+    io_uring_params p{};
+    for (unsigned flags : variants) {
+      p = io_uring_params{};
+      p.flags = flags;
+      fd_ = static_cast<int>(syscall(__NR_io_uring_setup, entries, &p));
+      if (fd_ >= 0) break;
+    }
+    if (fd_ < 0) {
+      *err = fmt::format("io_uring_setup: {}", strerror(errno));
+      return false;
+    }
+    sq_entries_ = p.sq_entries;
+    sq_size_ = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+    cq_size_ = p.cq_off.cqes + p.cq_entries * sizeof(io_uring_cqe);
+    if (p.features & IORING_FEAT_SINGLE_MMAP) sq_size_ = cq_size_ = std::max(sq_size_, cq_size_);
+    sq_ptr_ = mmap(nullptr, sq_size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, IORING_OFF_SQ_RING);
+    if (sq_ptr_ == MAP_FAILED) {
+      *err = fmt::format("mmap of the submission ring: {}", strerror(errno));
+      return false;
+    }
+    cq_ptr_ = (p.features & IORING_FEAT_SINGLE_MMAP)
+                  ? sq_ptr_
+                  : mmap(nullptr, cq_size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, IORING_OFF_CQ_RING);
+    if (cq_ptr_ == MAP_FAILED) {
+      *err = fmt::format("mmap of the completion ring: {}", strerror(errno));
+      return false;
+    }
+    sqes_size_ = p.sq_entries * 2 * sizeof(io_uring_sqe);  // SQE128
+    sqes_ = mmap(nullptr, sqes_size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, IORING_OFF_SQES);
+    if (sqes_ == MAP_FAILED) {
+      *err = fmt::format("mmap of the submission entries: {}", strerror(errno));
+      return false;
+    }
+    auto* sq = static_cast<char*>(sq_ptr_);
+    auto* cq = static_cast<char*>(cq_ptr_);
+    sq_head_ = reinterpret_cast<unsigned*>(sq + p.sq_off.head);
+    sq_tail_ = reinterpret_cast<unsigned*>(sq + p.sq_off.tail);
+    sq_mask_ = *reinterpret_cast<unsigned*>(sq + p.sq_off.ring_mask);
+    sq_array_ = reinterpret_cast<unsigned*>(sq + p.sq_off.array);
+    cq_head_ = reinterpret_cast<unsigned*>(cq + p.cq_off.head);
+    cq_tail_ = reinterpret_cast<unsigned*>(cq + p.cq_off.tail);
+    cq_mask_ = *reinterpret_cast<unsigned*>(cq + p.cq_off.ring_mask);
+    cqes_ = reinterpret_cast<io_uring_cqe*>(cq + p.cq_off.cqes);
+    return true;
+  }
+
+  // A zeroed 128-byte SQE queued for the next Enter (nullptr if the ring is full).
+  io_uring_sqe* Next() {
+    const unsigned tail = *sq_tail_;
+    const unsigned head = __atomic_load_n(sq_head_, __ATOMIC_ACQUIRE);
+    if (tail - head >= sq_entries_) return nullptr;
+    const unsigned idx = tail & sq_mask_;
+    sq_array_[idx] = idx;
+    auto* sqe = reinterpret_cast<io_uring_sqe*>(static_cast<char*>(sqes_) + idx * 2 * sizeof(io_uring_sqe));
+    memset(sqe, 0, 2 * sizeof(io_uring_sqe));
+    __atomic_store_n(sq_tail_, tail + 1, __ATOMIC_RELEASE);
+    pending_++;
+    return sqe;
+  }
+
+  // Submits what is queued and waits up to kWaitNs for a completion. False on a hard error.
+  bool Enter() {
+    __kernel_timespec ts{.tv_sec = 0, .tv_nsec = kWaitNs};
+    io_uring_getevents_arg arg{};
+    arg.ts = reinterpret_cast<uint64_t>(&ts);
+    const long r = syscall(__NR_io_uring_enter, fd_, pending_, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+                           &arg, sizeof arg);
+    if (r >= 0) {
+      pending_ -= std::min<unsigned>(pending_, static_cast<unsigned>(r));
+      return true;
+    }
+    return errno == ETIME || errno == EINTR || errno == EAGAIN || errno == EBUSY;
+  }
+
+  bool Pop(io_uring_cqe* out) {
+    const unsigned head = *cq_head_;
+    if (head == __atomic_load_n(cq_tail_, __ATOMIC_ACQUIRE)) return false;
+    *out = cqes_[head & cq_mask_];
+    __atomic_store_n(cq_head_, head + 1, __ATOMIC_RELEASE);
+    return true;
+  }
+
+ private:
+  int fd_ = -1;
+  void* sq_ptr_ = MAP_FAILED;
+  void* cq_ptr_ = MAP_FAILED;
+  void* sqes_ = MAP_FAILED;
+  size_t sq_size_ = 0, cq_size_ = 0, sqes_size_ = 0;
+  unsigned sq_entries_ = 0, sq_mask_ = 0, cq_mask_ = 0, pending_ = 0;
+  unsigned *sq_head_ = nullptr, *sq_tail_ = nullptr, *sq_array_ = nullptr;
+  unsigned *cq_head_ = nullptr, *cq_tail_ = nullptr;
+  io_uring_cqe* cqes_ = nullptr;
+};
+
+// The CPUs the kernel keeps queues for: num_possible_cpus().
+unsigned PossibleCpus() {
+  std::ifstream f("/sys/devices/system/cpu/possible");
+  std::string s;
+  if (!(f >> s)) return static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_CONF)));
+  unsigned n = 0;
+  size_t pos = 0;
+  while (pos < s.size()) {  // e.g. "0-3" or "0,2-5"
+    size_t end = s.find(',', pos);
+    std::string part = s.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    size_t dash = part.find('-');
+    unsigned last = static_cast<unsigned>(std::stoul(dash == std::string::npos ? part : part.substr(dash + 1)));
+    n = std::max(n, last + 1);
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return std::max(1U, n);
+}
+
+void SetPolicy(int policy) {
+  sched_param sp{};
+  (void)sched_setscheduler(0, policy, &sp);
+}
+
+void SetError(Entry& e, uint64_t unique, int err) {
+  fuse_out_header oh{.len = sizeof(fuse_out_header), .error = -err, .unique = unique};
+  memcpy(e.hdr->in_out, &oh, sizeof oh);
+  e.hdr->ent.payload_sz = 0;
+  e.replied = true;
+}
+
+}  // namespace
+
+struct UringTransport::Queue {
+  UringTransport* t = nullptr;
+  unsigned qid = 0;
+  std::thread th;
+  std::mutex mu;
+  std::condition_variable cv;
+  enum { kStarting, kReady, kFailed } state = kStarting;
+  bool go = false, abort = false;
+  size_t payload_size = 0;
+  Ring ring;
+  Entry ents[kDepth];
+
+  void Run() {
+    sigset_t set;  // signals belong to the process's main thread
+    sigfillset(&set);
+    for (int keep : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigdelset(&set, keep);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    pthread_setname_np(pthread_self(), fmt::format("fuse-ring{}", qid).c_str());
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    CPU_SET(qid, &cpus);
+    if (sched_setaffinity(0, sizeof cpus, &cpus) != 0) spdlog::debug("ring {}: cannot pin: {}", qid, strerror(errno));
+    tl_ring_thread = true;
+
+    std::string err;
+    const bool ok = ring.Setup(2 * kDepth, &err);
+    if (!ok) spdlog::info("FUSE over io_uring unavailable: {}", err);
+    {
+      std::unique_lock lock(mu);
+      state = ok ? kReady : kFailed;
+      cv.notify_all();
+      if (!ok) return;
+      cv.wait(lock, [&] { return go || abort; });
+      if (abort) return;
+    }
+    for (unsigned i = 0; i < kDepth; i++) {
+      Entry& e = ents[i];
+      e.hdr = static_cast<ReqHeader*>(aligned_alloc(4096, 4096));
+      e.region_size = kSlack + payload_size;
+      void* r = mmap(nullptr, e.region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (e.hdr == nullptr || r == MAP_FAILED) {
+        // A REGISTER the kernel refuses turns io_uring off for the connection: /dev/fuse serves.
+        spdlog::warn("ring {}: cannot allocate buffers", qid);
+        e.region_size = 0;
+      } else {
+        memset(e.hdr, 0, 4096);
+        e.region = static_cast<char*>(r);
+        e.payload = e.region + kSlack;
+        e.payload_size = payload_size;
+      }
+      e.iov[0] = {e.hdr, e.hdr ? sizeof(ReqHeader) : 0};
+      e.iov[1] = {e.payload, e.payload_size};
+      e.live = true;
+      Register(i);
+    }
+    t->registered_.fetch_add(1);
+    Loop();
+    for (Entry& e : ents) {
+      if (e.region != nullptr) munmap(e.region, e.region_size);
+      free(e.hdr);
+      e = Entry{};
+    }
+  }
+
+  void Register(unsigned i) {
+    Entry& e = ents[i];
+    io_uring_sqe* sqe = ring.Next();
+    sqe->opcode = IORING_OP_URING_CMD;
+    sqe->fd = t->dev_fd_;
+    sqe->cmd_op = kCmdRegister;
+    sqe->addr = reinterpret_cast<uint64_t>(e.iov);
+    sqe->len = 2;
+    sqe->user_data = i;
+    CmdReq c{};
+    c.qid = static_cast<uint16_t>(qid);
+    memcpy(sqe->cmd, &c, sizeof c);
+    e.registering = true;
+  }
+
+  void Commit(unsigned i) {
+    Entry& e = ents[i];
+    io_uring_sqe* sqe = ring.Next();
+    sqe->opcode = IORING_OP_URING_CMD;
+    sqe->fd = t->dev_fd_;
+    sqe->cmd_op = kCmdCommitAndFetch;
+    sqe->user_data = i;
+    CmdReq c{};
+    c.commit_id = e.commit_id;
+    c.qid = static_cast<uint16_t>(qid);
+    memcpy(sqe->cmd, &c, sizeof c);
+    e.registering = false;
+  }
+
+  void Loop() {
+    unsigned live = kDepth;
+    while (live > 0 && !t->stop_.load(std::memory_order_relaxed)) {
+      // Wait at idle priority: the caller a commit wakes is then placed on this core (a CPU
+      // running only idle-policy threads counts as idle) and preempts this thread, instead of
+      // being sent to the other core (an idle-core wakeup costs ~130 us here). Serving runs at
+      // normal priority again.
+      if (t->idle_wait_) SetPolicy(SCHED_IDLE);
+      const bool entered = ring.Enter();
+      if (t->idle_wait_) SetPolicy(SCHED_OTHER);
+      if (!entered) {
+        spdlog::warn("ring {}: io_uring_enter: {}", qid, strerror(errno));
+        break;
+      }
+      io_uring_cqe cqe;
+      while (ring.Pop(&cqe)) {
+        const unsigned i = static_cast<unsigned>(cqe.user_data);
+        if (i >= kDepth || !ents[i].live) continue;
+        Entry& e = ents[i];
+        if (cqe.res < 0) {
+          const int err = -cqe.res;
+          if (err == ENOENT && !e.registering) {
+            // The kernel no longer knew the request we answered (ended meanwhile): the entry
+            // left its queue with it, so give it back.
+            Register(i);
+            continue;
+          }
+          if (err != ENOTCONN && err != ECONNABORTED && err != ECANCELED) {
+            spdlog::warn("ring {}: {} failed: {}", qid, e.registering ? "register" : "commit", strerror(err));
+          }
+          e.live = false;
+          live--;
+          continue;
+        }
+        Serve(e);
+        Commit(i);
+      }
+    }
+  }
+
+  // Rebuilds the request as /dev/fuse would deliver it and lets libfuse dispatch it; the reply
+  // lands in this entry through Writev/SpliceSend.
+  void Serve(Entry& e) {
+    fuse_in_header ih;
+    memcpy(&ih, e.hdr->in_out, sizeof ih);
+    const size_t psz = e.hdr->ent.payload_sz;
+    e.commit_id = e.hdr->ent.commit_id;
+    e.replied = false;
+    if (psz > e.payload_size || ih.len < sizeof ih + psz || ih.len - sizeof ih - psz > kOpInSize) {
+      spdlog::warn("ring {}: malformed request (opcode {}, len {}, payload {})", qid, ih.opcode, ih.len, psz);
+      SetError(e, e.commit_id, EIO);
+      return;
+    }
+    const size_t op = ih.len - sizeof ih - psz;
+    char* start = e.payload - op - sizeof ih;
+    memcpy(start, &ih, sizeof ih);
+    memcpy(start + sizeof ih, e.hdr->op_in, op);
+    fuse_buf b{};
+    b.size = ih.len;
+    b.mem = start;
+    tl_entry = &e;
+    fuse_session_process_buf(t->se_, &b);
+    tl_entry = nullptr;
+    if (!e.replied) SetError(e, e.commit_id, EIO);  // every ring request must be answered
+  }
+};
+
+bool UringTransport::KernelEnabled() {
+  std::ifstream f("/sys/module/fuse/parameters/enable_uring");
+  char c = 0;
+  if (!(f >> c) || c != 'Y') return false;
+  std::ifstream d("/proc/sys/kernel/io_uring_disabled");
+  int disabled = 0;
+  if (d >> disabled && disabled == 2) return false;
+  return true;
+}
+
+UringTransport::UringTransport(fuse_session* se, bool idle_wait)
+    : se_(se), dev_fd_(fuse_session_fd(se)), idle_wait_(idle_wait) {}
+
+UringTransport::~UringTransport() { Stop(); }
+
+void UringTransport::StartQueues() {
+  queues_ = PossibleCpus();
+  for (unsigned q = 0; q < queues_; q++) {
+    auto qu = std::make_unique<Queue>();
+    qu->t = this;
+    qu->qid = q;
+    q_.push_back(std::move(qu));
+  }
+  for (auto& qu : q_) qu->th = std::thread([p = qu.get()] { p->Run(); });
+}
+
+bool UringTransport::WaitQueuesReady() {
+  bool ok = true;
+  for (auto& qu : q_) {
+    std::unique_lock lock(qu->mu);
+    qu->cv.wait(lock, [&] { return qu->state != Queue::kStarting; });
+    ok = ok && qu->state == Queue::kReady;
+  }
+  return ok;
+}
+
+void UringTransport::Go(size_t payload_size) {
+  for (auto& qu : q_) {
+    std::lock_guard lock(qu->mu);
+    qu->payload_size = payload_size;
+    qu->go = true;
+    qu->cv.notify_all();
+  }
+}
+
+void UringTransport::Stop() {
+  stop_.store(true);
+  for (auto& qu : q_) {
+    std::lock_guard lock(qu->mu);
+    qu->abort = true;
+    qu->cv.notify_all();
+  }
+  for (auto& qu : q_) {
+    if (qu->th.joinable()) qu->th.join();
+  }
+}
+
+ssize_t UringTransport::Read(int fd, void* buf, size_t len) {
+  const ssize_t n = ::read(fd, buf, len);
+  constexpr size_t kInitIn = sizeof(fuse_in_header) + offsetof(fuse_init_in, flags2) + sizeof(uint32_t);
+  if (n < static_cast<ssize_t>(kInitIn) || !q_.empty()) return n;
+  fuse_in_header ih;
+  memcpy(&ih, buf, sizeof ih);
+  if (ih.opcode != FUSE_INIT) return n;
+  fuse_init_in in{};
+  memcpy(&in, static_cast<char*>(buf) + sizeof ih, std::min(sizeof in, static_cast<size_t>(n) - sizeof ih));
+  if (!(in.flags & kFuseInitExt) || !((static_cast<uint64_t>(in.flags2) << 32) & kFuseOverIoUring)) return n;
+  // The kernel offers io_uring: set up one ring per queue now, so the INIT reply only opts in
+  // when every queue can serve.
+  StartQueues();
+  if (WaitQueuesReady()) {
+    init_unique_.store(ih.unique);
+  } else {
+    Stop();
+  }
+  return n;
+}
+
+ssize_t UringTransport::Writev(int fd, iovec* iov, int count) {
+  if (count < 1 || iov[0].iov_len < sizeof(fuse_out_header)) return ::writev(fd, iov, count);
+  fuse_out_header oh;
+  memcpy(&oh, iov[0].iov_base, sizeof oh);
+  Entry* e = tl_entry;
+  if (e != nullptr && !e->replied && oh.unique == e->commit_id) {
+    size_t n = 0;
+    for (int i = 1; i < count; i++) {
+      const size_t len = iov[i].iov_len;
+      if (n + len > e->payload_size) {
+        SetError(*e, oh.unique, EIO);
+        errno = EIO;
+        return -1;
+      }
+      if (iov[i].iov_base != e->payload + n) memcpy(e->payload + n, iov[i].iov_base, len);
+      n += len;
+    }
+    oh.len = static_cast<uint32_t>(sizeof oh + n);
+    memcpy(e->hdr->in_out, &oh, sizeof oh);
+    e->hdr->ent.payload_sz = oh.error != 0 ? 0 : static_cast<uint32_t>(n);
+    e->replied = true;
+    return static_cast<ssize_t>(sizeof oh + n);
+  }
+  const uint64_t init = init_unique_.load();
+  if (init == 0 || oh.unique != init) return ::writev(fd, iov, count);
+
+  // The INIT reply: opt in to io_uring, then let the queues register.
+  init_unique_.store(0);
+  if (oh.error != 0 || count < 2 || iov[1].iov_len < sizeof(fuse_init_out)) {
+    Stop();
+    return ::writev(fd, iov, count);
+  }
+  std::vector<char> copy(static_cast<char*>(iov[1].iov_base), static_cast<char*>(iov[1].iov_base) + iov[1].iov_len);
+  fuse_init_out out;
+  memcpy(&out, copy.data(), sizeof out);
+  out.flags |= kFuseInitExt;
+  out.flags2 |= static_cast<uint32_t>(kFuseOverIoUring >> 32);
+  memcpy(copy.data(), &out, sizeof out);
+  std::vector<iovec> v(iov, iov + count);
+  v[1].iov_base = copy.data();
+  const ssize_t r = ::writev(fd, v.data(), count);
+  if (r < 0) {
+    const int saved = errno;
+    Stop();
+    errno = saved;
+    return r;
+  }
+  negotiated_.store(true);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t pages = out.max_pages != 0 ? out.max_pages : 32;
+  size_t payload = std::max<size_t>({8192, out.max_write, pages * page});
+  payload = (payload + page - 1) / page * page;
+  Go(payload);
+  return r;
+}
+
+ssize_t UringTransport::SpliceSend(int fdin, off_t* offin, int fdout, off_t* offout, size_t len, unsigned flags) {
+  Entry* e = tl_entry;
+  if (e == nullptr || e->replied || len < sizeof(fuse_out_header) || len - sizeof(fuse_out_header) > e->payload_size) {
+    return splice(fdin, offin, fdout, offout, len, flags);
+  }
+  // A spliced reply to a ring request: drain the pipe into the entry.
+  auto drain = [&](char* dst, size_t want) {
+    size_t got = 0;
+    while (got < want) {
+      ssize_t r = ::read(fdin, dst + got, want - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  };
+  fuse_out_header oh;
+  const size_t n = len - sizeof oh;
+  if (!drain(reinterpret_cast<char*>(&oh), sizeof oh) || !drain(e->payload, n)) {
+    SetError(*e, e->commit_id, EIO);
+    errno = EIO;
+    return -1;
+  }
+  memcpy(e->hdr->in_out, &oh, sizeof oh);
+  e->hdr->ent.payload_sz = oh.error != 0 ? 0 : static_cast<uint32_t>(n);
+  e->replied = true;
+  return static_cast<ssize_t>(len);
+}
+
+char* UringTransport::ReplyBuffer(size_t size) {
+  Entry* e = tl_entry;
+  if (e == nullptr || e->replied || size > e->payload_size) return nullptr;
+  return e->payload;
+}
+
+bool UringTransport::InRingThread() { return tl_ring_thread; }
+
+}  // namespace layerfs::fuse
