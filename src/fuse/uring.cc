@@ -87,11 +87,17 @@ thread_local bool tl_ring_thread = false;
 // One io_uring with 128-byte SQEs, used by the one thread that created it.
 class Ring {
  public:
-  ~Ring() {
+  ~Ring() { Close(); }
+
+  // Closing the ring cancels its commands still in the kernel, so buffers they point at may be
+  // freed only after this.
+  void Close() {
     if (sq_ptr_ != MAP_FAILED) munmap(sq_ptr_, sq_size_);
     if (cq_ptr_ != MAP_FAILED && cq_ptr_ != sq_ptr_) munmap(cq_ptr_, cq_size_);
     if (sqes_ != MAP_FAILED) munmap(sqes_, sqes_size_);
     if (fd_ >= 0) close(fd_);
+    sq_ptr_ = cq_ptr_ = sqes_ = MAP_FAILED;
+    fd_ = -1;
   }
 
   bool Setup(unsigned entries, std::string* err) {
@@ -286,6 +292,9 @@ struct UringTransport::Queue {
     }
     t->registered_.fetch_add(1);
     Loop();
+    // The kernel may still hold entries (Stop() on a live connection): cancel them by closing
+    // the ring before their buffers go.
+    ring.Close();
     for (Entry& e : ents) {
       if (e.region != nullptr) munmap(e.region, e.region_size);
       free(e.hdr);
@@ -352,6 +361,8 @@ struct UringTransport::Queue {
           if (err != ENOTCONN && err != ECONNABORTED && err != ECANCELED) {
             spdlog::warn("ring {}: {} failed: {}", qid, e.registering ? "register" : "commit", strerror(err));
           }
+          // A refused REGISTER turned io_uring off for the connection: /dev/fuse serves it.
+          if (e.registering) t->register_failed_.store(true);
           e.live = false;
           live--;
           continue;
@@ -405,6 +416,7 @@ UringTransport::UringTransport(fuse_session* se, bool idle_wait)
 UringTransport::~UringTransport() { Stop(); }
 
 void UringTransport::StartQueues() {
+  std::lock_guard qlock(q_mu_);
   queues_ = PossibleCpus();
   for (unsigned q = 0; q < queues_; q++) {
     auto qu = std::make_unique<Queue>();
@@ -416,6 +428,7 @@ void UringTransport::StartQueues() {
 }
 
 bool UringTransport::WaitQueuesReady() {
+  std::lock_guard qlock(q_mu_);
   bool ok = true;
   for (auto& qu : q_) {
     std::unique_lock lock(qu->mu);
@@ -426,6 +439,7 @@ bool UringTransport::WaitQueuesReady() {
 }
 
 void UringTransport::Go(size_t payload_size) {
+  std::lock_guard qlock(q_mu_);
   for (auto& qu : q_) {
     std::lock_guard lock(qu->mu);
     qu->payload_size = payload_size;
@@ -435,6 +449,7 @@ void UringTransport::Go(size_t payload_size) {
 }
 
 void UringTransport::Stop() {
+  std::lock_guard qlock(q_mu_);
   stop_.store(true);
   for (auto& qu : q_) {
     std::lock_guard lock(qu->mu);
@@ -449,7 +464,7 @@ void UringTransport::Stop() {
 ssize_t UringTransport::Read(int fd, void* buf, size_t len) {
   const ssize_t n = ::read(fd, buf, len);
   constexpr size_t kInitIn = sizeof(fuse_in_header) + offsetof(fuse_init_in, flags2) + sizeof(uint32_t);
-  if (n < static_cast<ssize_t>(kInitIn) || !q_.empty()) return n;
+  if (n < static_cast<ssize_t>(kInitIn) || started_) return n;
   fuse_in_header ih;
   memcpy(&ih, buf, sizeof ih);
   if (ih.opcode != FUSE_INIT) return n;
@@ -458,6 +473,7 @@ ssize_t UringTransport::Read(int fd, void* buf, size_t len) {
   if (!(in.flags & kFuseInitExt) || !((static_cast<uint64_t>(in.flags2) << 32) & kFuseOverIoUring)) return n;
   // The kernel offers io_uring: set up one ring per queue now, so the INIT reply only opts in
   // when every queue can serve.
+  started_ = true;
   StartQueues();
   if (WaitQueuesReady()) {
     init_unique_.store(ih.unique);

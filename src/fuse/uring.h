@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 struct fuse_session;
@@ -51,7 +52,10 @@ class UringTransport {
   ssize_t SpliceSend(int fdin, off_t* offin, int fdout, off_t* offout, size_t len, unsigned flags);
 
   // True once the INIT reply opted in and every queue registered its entries.
-  bool active() const { return registered_.load() == queues_ && queues_ > 0 && negotiated_.load(); }
+  bool active() const {
+    const unsigned q = queues_.load();
+    return negotiated_.load() && q > 0 && registered_.load() == q && !register_failed_.load();
+  }
   // Ends the queue threads; call once the connection is gone (unmounted or aborted).
   void Stop();
 
@@ -70,10 +74,13 @@ class UringTransport {
   fuse_session* se_;
   int dev_fd_ = -1;
   bool idle_wait_ = true;
-  unsigned queues_ = 0;
+  std::atomic<unsigned> queues_{0};
+  bool started_ = false;  // the session loop's thread only
+  std::mutex q_mu_;       // q_ (Stop() may come from another thread)
   std::vector<std::unique_ptr<Queue>> q_;
   std::atomic<bool> negotiated_{false};
   std::atomic<unsigned> registered_{0};
+  std::atomic<bool> register_failed_{false};
   std::atomic<uint64_t> init_unique_{0};
   std::atomic<bool> stop_{false};
   friend struct Queue;
