@@ -302,34 +302,27 @@ struct UringTransport::Queue {
     }
   }
 
-  void Register(unsigned i) {
+  // Queues a FUSE ring command for entry i: REGISTER hands the kernel its buffers, COMMIT_AND_FETCH
+  // answers the request it holds and asks for the next one.
+  void Command(unsigned i, uint32_t op) {
     Entry& e = ents[i];
     io_uring_sqe* sqe = ring.Next();
     sqe->opcode = IORING_OP_URING_CMD;
     sqe->fd = t->dev_fd_;
-    sqe->cmd_op = kCmdRegister;
-    sqe->addr = reinterpret_cast<uint64_t>(e.iov);
-    sqe->len = 2;
+    sqe->cmd_op = op;
     sqe->user_data = i;
+    if (op == kCmdRegister) {
+      sqe->addr = reinterpret_cast<uint64_t>(e.iov);
+      sqe->len = 2;
+    }
     CmdReq c{};
+    c.commit_id = op == kCmdCommitAndFetch ? e.commit_id : 0;
     c.qid = static_cast<uint16_t>(qid);
     memcpy(sqe->cmd, &c, sizeof c);
-    e.registering = true;
+    e.registering = op == kCmdRegister;
   }
-
-  void Commit(unsigned i) {
-    Entry& e = ents[i];
-    io_uring_sqe* sqe = ring.Next();
-    sqe->opcode = IORING_OP_URING_CMD;
-    sqe->fd = t->dev_fd_;
-    sqe->cmd_op = kCmdCommitAndFetch;
-    sqe->user_data = i;
-    CmdReq c{};
-    c.commit_id = e.commit_id;
-    c.qid = static_cast<uint16_t>(qid);
-    memcpy(sqe->cmd, &c, sizeof c);
-    e.registering = false;
-  }
+  void Register(unsigned i) { Command(i, kCmdRegister); }
+  void Commit(unsigned i) { Command(i, kCmdCommitAndFetch); }
 
   void Loop() {
     unsigned live = kDepth;
