@@ -3,6 +3,7 @@
 # committed history is intact, fsync'ed data survives, heads are never torn, verify passes.
 source "$(dirname "$0")/lib.bash" "$1"
 M=$WORK/m
+WRITER=$(dirname "$0")/fsync_writer.py
 lfs init "$LAYERFS_STORE" >/dev/null
 
 # kill_daemon: SIGKILL the daemon, wait for it, and detach its dead mount.
@@ -25,21 +26,7 @@ head -c 1000000 /dev/urandom >"$M/keep/blob"
 cp "$M/keep/blob" "$WORK/blob"
 c1=$(lfs commit "$M" -m before-crash)
 : >"$WORK/synced"
-python3 - "$M/log.txt" "$WORK/synced" <<'PY' &
-import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-done = open(sys.argv[2], "w")
-i = 0
-try:
-    while True:
-        os.write(fd, b"line %d %s\n" % (i, b"x" * (i % 300)))
-        os.fsync(fd)
-        done.write("%d\n" % i)
-        done.flush()
-        i += 1
-except OSError:
-    pass
-PY
+python3 "$WRITER" write lines "$M/log.txt" "$WORK/synced" &
 writer=$!
 for _ in $(seq 100); do [ "$(wc -l <"$WORK/synced" 2>/dev/null || echo 0)" -ge 200 ] && break; sleep 0.05; done
 kill_daemon
@@ -50,15 +37,7 @@ mnt main "$M" >/dev/null
 [ "$(lfs branch | awk '$1=="main"{print $2}')" = "$c1" ] || fail "main moved by the crash"
 for i in $(seq 20); do [ "$(cat "$M/keep/f$i")" = "committed $i" ] || fail "keep/f$i damaged"; done
 cmp "$M/keep/blob" "$WORK/blob" || fail "committed blob damaged"
-python3 - "$M/log.txt" "$synced" <<'PY' || fail "fsync'ed lines lost"
-import sys
-lines = open(sys.argv[1], "rb").read().split(b"\n")
-n = int(sys.argv[2])
-for i in range(n):
-    want = b"line %d %s" % (i, b"x" * (i % 300))
-    if i >= len(lines) or lines[i] != want:
-        sys.exit("line %d: %r" % (i, lines[i] if i < len(lines) else None))
-PY
+python3 "$WRITER" check lines "$M/log.txt" "$synced" || fail "fsync'ed lines lost"
 lfs verify >/dev/null || fail "verify after crash (a)"
 c2=$(lfs commit "$M" -m after-crash)
 [ "$(lfs cat "$c2:log.txt" | head -n "$synced" | wc -l)" = "$synced" ] || fail "commit after crash lacks lines"
@@ -66,22 +45,7 @@ c2=$(lfs commit "$M" -m after-crash)
 # --- (a2) SIGKILL during fsync'ed whole-block writes (the data log, STORE/data): every chunk
 # fsync'ed before the kill reads back, and once committed its segments are freed.
 : >"$WORK/synced2"
-python3 - "$M/stream.bin" "$WORK/synced2" <<'PY' &
-import hashlib, os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
-done = open(sys.argv[2], "w")
-i = 0
-try:
-    while True:
-        chunk = hashlib.sha256(b"%d" % i).digest() * 32768  # 1 MiB
-        os.pwrite(fd, chunk, i << 20)
-        os.fsync(fd)
-        done.write("%d\n" % i)
-        done.flush()
-        i += 1
-except OSError:
-    pass
-PY
+python3 "$WRITER" write blocks "$M/stream.bin" "$WORK/synced2" &
 writer=$!
 for _ in $(seq 200); do [ "$(wc -l <"$WORK/synced2" 2>/dev/null || echo 0)" -ge 40 ] && break; sleep 0.05; done
 ls "$LAYERFS_STORE/data/"*.seg >/dev/null 2>&1 || fail "whole-block writes did not reach the data log"
@@ -90,13 +54,8 @@ wait "$writer" || true
 synced2=$(wc -l <"$WORK/synced2")
 [ "$synced2" -ge 20 ] || fail "writer fsync'ed only $synced2 chunks"
 mnt main "$M" >/dev/null
-python3 - "$M/stream.bin" "$synced2" <<'PY' || fail "fsync'ed chunks in the data log lost"
-import hashlib, sys
-data = open(sys.argv[1], "rb").read()
-for i in range(int(sys.argv[2])):
-    if data[i << 20:(i + 1) << 20] != hashlib.sha256(b"%d" % i).digest() * 32768:
-        sys.exit("chunk %d differs" % i)
-PY
+python3 "$WRITER" check blocks "$M/stream.bin" "$synced2" ||
+  fail "fsync'ed chunks in the data log lost"
 lfs verify >/dev/null || fail "verify after crash (a2)"
 cp "$M/stream.bin" "$WORK/stream.bin"
 c2b=$(lfs commit "$M" -m stream)
