@@ -94,6 +94,11 @@ class DataLog {
   uint32_t active_ = 0;  // 0: none yet
   uint32_t next_ = 1;
   uint64_t tail_ = 0;
+  // Appends start the writeback of each kWritebackBytes of the active segment once the next
+  // append begins past it (sync_file_range): measured on a 2 GiB dd conv=fsync, the fsync no
+  // longer writes everything after the copies are done.
+  static constexpr uint64_t kWritebackBytes = 8 << 20;
+  uint64_t kicked_ = 0;  // the active segment's bytes before this have been handed to writeback
   std::set<uint32_t> unsynced_;
   std::atomic<bool> collect_wanted_{false};
 };
