@@ -60,9 +60,17 @@ struct CmdReq {
 static_assert(sizeof(ReqHeader) == 288);
 static_assert(sizeof(CmdReq) <= 80);
 
-// Entries per queue. A queue's thread serves its entries one after another; a second entry
-// lets the kernel hand it the next request (often readahead) in the same wakeup.
-constexpr unsigned kDepth = 2;
+// Entries per queue. A queue's thread serves its entries one after another; more entries let
+// the kernel hand it the next request (often readahead) in the same wakeup, and let large reads
+// be away at the queue's reader thread while a synchronous request still finds one at home.
+constexpr unsigned kDepth = 4;
+// READs of at least this many bytes go to the queue's reader thread on another core.
+constexpr uint32_t kOffloadBytes = 128 << 10;
+// user_data of completions that are not entries: a wake from the other thread of the queue
+// (IORING_OP_MSG_RING), and the failure of a wake this thread sent (success is skipped).
+constexpr uint64_t kWake = 1ULL << 62;
+constexpr uint64_t kWakeSent = (1ULL << 62) + 1;
+constexpr unsigned kGone = 1U << 31;  // an entry passed back because it failed
 // Room in front of each payload buffer to rebuild a request as /dev/fuse delivers it:
 // fuse_in_header, then the op struct, then the payload, contiguous.
 constexpr size_t kSlack = 4096;
@@ -82,6 +90,7 @@ struct Entry {
 };
 
 thread_local Entry* tl_entry = nullptr;
+std::atomic<uint64_t> g_reader_reads{0};
 thread_local bool tl_ring_thread = false;
 
 // One io_uring with 128-byte SQEs, used by the one thread that created it.
@@ -182,6 +191,31 @@ class Ring {
     return errno == ETIME || errno == EINTR || errno == EAGAIN || errno == EBUSY;
   }
 
+  // Submits what is queued without waiting. False on a hard error.
+  bool Submit() {
+    if (pending_ == 0) return true;
+    const long r = syscall(__NR_io_uring_enter, fd_, pending_, 0, 0, nullptr, 0);
+    if (r >= 0) {
+      pending_ -= std::min<unsigned>(pending_, static_cast<unsigned>(r));
+      return true;
+    }
+    return errno == EINTR || errno == EAGAIN || errno == EBUSY;
+  }
+
+  // Queues a wake for the thread of ring `target_fd`: a completion with user_data kWake there.
+  void Wake(int target_fd) {
+    io_uring_sqe* sqe = Next();
+    if (sqe == nullptr) return;  // the other thread finds the work at its next timeout
+    sqe->opcode = IORING_OP_MSG_RING;
+    sqe->fd = target_fd;
+    sqe->addr = IORING_MSG_DATA;
+    sqe->off = kWake;
+    sqe->flags = IOSQE_CQE_SKIP_SUCCESS;
+    sqe->user_data = kWakeSent;
+  }
+
+  int fd() const { return fd_; }
+
   bool Pop(io_uring_cqe* out) {
     const unsigned head = *cq_head_;
     if (head == __atomic_load_n(cq_tail_, __ATOMIC_ACQUIRE)) return false;
@@ -247,16 +281,50 @@ struct UringTransport::Queue {
   Ring ring;
   Entry ents[kDepth];
 
-  void Run() {
+  // The reader thread: large READs, served on another core (docs/design.md, "Large reads go to
+  // the other core"). work and done hold entry indices; the wakes only shorten the waits.
+  struct Reader {
+    std::thread th;
+    Ring ring;
+    std::mutex mu;
+    std::condition_variable cv;
+    enum { kStarting, kReady, kFailed } state = kStarting;
+    std::vector<unsigned> work;  // large READs handed over, to serve
+    std::vector<unsigned> back;  // entries passed back (| kGone: failed there)
+    std::atomic<bool> stop{false}, dead{false};
+  } rd;
+  bool rd_ok = false;   // the reader runs (queue thread only from here on)
+  unsigned away = 0;    // entries the reader owns (handed over, not yet passed back)
+  std::atomic<unsigned> live{kDepth};  // entries the kernel still serves
+  bool wake_rd = false;
+
+  static void BlockSignals() {
     sigset_t set;  // signals belong to the process's main thread
     sigfillset(&set);
     for (int keep : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigdelset(&set, keep);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    pthread_setname_np(pthread_self(), fmt::format("fuse-ring{}", qid).c_str());
+  }
+
+  static void Pin(int cpu, const char* who, unsigned q) {
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
-    CPU_SET(qid, &cpus);
-    if (sched_setaffinity(0, sizeof cpus, &cpus) != 0) spdlog::debug("ring {}: cannot pin: {}", qid, strerror(errno));
+    CPU_SET(cpu, &cpus);
+    if (sched_setaffinity(0, sizeof cpus, &cpus) != 0) spdlog::debug("{} {}: cannot pin: {}", who, q, strerror(errno));
+  }
+
+  void Run() {
+    BlockSignals();
+    pthread_setname_np(pthread_self(), fmt::format("fuse-ring{}", qid).c_str());
+    // The reader's core: the next one this process may run on after the queue's own.
+    int other = -1;
+    cpu_set_t allowed;
+    if (t->offload_ && sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+      for (unsigned k = 1; k < CPU_SETSIZE && other < 0; k++) {
+        const unsigned c = (qid + k) % CPU_SETSIZE;
+        if (c != qid && CPU_ISSET(c, &allowed)) other = static_cast<int>(c);
+      }
+    }
+    Pin(static_cast<int>(qid), "ring", qid);
     tl_ring_thread = true;
 
     std::string err;
@@ -290,8 +358,14 @@ struct UringTransport::Queue {
       e.live = true;
       Register(i);
     }
+    if (other >= 0) StartReader(other);
     t->registered_.fetch_add(1);
     Loop();
+    if (rd.th.joinable()) {  // it may be filling an entry: done before the buffers go
+      rd.stop.store(true);
+      rd.th.join();
+    }
+    rd.ring.Close();  // it may hold entries too
     // The kernel may still hold entries (Stop() on a live connection): cancel them by closing
     // the ring before their buffers go.
     ring.Close();
@@ -302,11 +376,12 @@ struct UringTransport::Queue {
     }
   }
 
-  // Queues a FUSE ring command for entry i: REGISTER hands the kernel its buffers, COMMIT_AND_FETCH
-  // answers the request it holds and asks for the next one.
-  void Command(unsigned i, uint32_t op) {
+  // Queues a FUSE ring command for entry i on ring r: REGISTER hands the kernel its buffers,
+  // COMMIT_AND_FETCH answers the request it holds and asks for the next one. The entry's next
+  // request then completes on r, so r's thread owns it.
+  void Command(Ring& r, unsigned i, uint32_t op) {
     Entry& e = ents[i];
-    io_uring_sqe* sqe = ring.Next();
+    io_uring_sqe* sqe = r.Next();
     sqe->opcode = IORING_OP_URING_CMD;
     sqe->fd = t->dev_fd_;
     sqe->cmd_op = op;
@@ -321,47 +396,188 @@ struct UringTransport::Queue {
     memcpy(sqe->cmd, &c, sizeof c);
     e.registering = op == kCmdRegister;
   }
-  void Register(unsigned i) { Command(i, kCmdRegister); }
-  void Commit(unsigned i) { Command(i, kCmdCommitAndFetch); }
+  void Register(unsigned i) { Command(ring, i, kCmdRegister); }
+  void Commit(unsigned i) { Command(ring, i, kCmdCommitAndFetch); }
+
+  // A READ the reader thread serves: large, and not the first of its file (that one a caller
+  // waits for; later ones are readahead, ahead of the caller).
+  bool LargeRead(unsigned i) const {
+    fuse_in_header ih;
+    memcpy(&ih, ents[i].hdr->in_out, sizeof ih);
+    if (ih.opcode != FUSE_READ) return false;
+    fuse_read_in in;
+    memcpy(&in, ents[i].hdr->op_in, sizeof in);
+    return in.size >= kOffloadBytes && in.offset != 0;
+  }
+
+  // A failed command on entry i (either thread): false if the entry is gone.
+  bool Failed(Ring& r, unsigned i, int err) {
+    Entry& e = ents[i];
+    if (err == ENOENT && !e.registering) {
+      // The kernel no longer knew the request we answered (ended meanwhile): the entry left
+      // its queue with it, so give it back.
+      Command(r, i, kCmdRegister);
+      return true;
+    }
+    if (err != ENOTCONN && err != ECONNABORTED && err != ECANCELED) {
+      spdlog::warn("ring {}: {} failed: {}", qid, e.registering ? "register" : "commit", strerror(err));
+    }
+    // A refused REGISTER turned io_uring off for the connection: /dev/fuse serves it.
+    if (e.registering) t->register_failed_.store(true);
+    e.live = false;
+    live.fetch_sub(1);
+    return false;
+  }
+
+  void StartReader(int cpu) {
+    rd.th = std::thread([this, cpu] { ReaderRun(cpu); });
+    std::unique_lock lock(rd.mu);
+    rd.cv.wait(lock, [&] { return rd.state != Reader::kStarting; });
+    rd_ok = rd.state == Reader::kReady;
+  }
+
+  // The reader serves the large READs it is handed and commits them on its own ring, so the
+  // kernel's copy of the reply runs on its core and the entries' next requests come to it:
+  // large READs it serves, anything else goes back to the queue thread (which then owns the
+  // entry again).
+  void ReaderRun(int cpu) {
+    BlockSignals();
+    pthread_setname_np(pthread_self(), fmt::format("fuse-rd{}", qid).c_str());
+    Pin(cpu, "reader", qid);
+    tl_ring_thread = true;
+    std::string err;
+    const bool ok = rd.ring.Setup(2 * kDepth, &err);
+    {
+      std::lock_guard lock(rd.mu);
+      rd.state = ok ? Reader::kReady : Reader::kFailed;
+      rd.cv.notify_all();
+    }
+    if (!ok) {
+      spdlog::debug("ring {}: no reader thread: {}", qid, err);
+      return;
+    }
+    std::vector<unsigned> mine, back;
+    while (!rd.stop.load(std::memory_order_relaxed) && !t->stop_.load(std::memory_order_relaxed)) {
+      if (!rd.ring.Enter()) {
+        // The queue thread sees dead and takes back what it handed over.
+        spdlog::warn("ring {}: reader: io_uring_enter: {}", qid, strerror(errno));
+        rd.dead.store(true);
+        break;
+      }
+      io_uring_cqe cqe;
+      while (rd.ring.Pop(&cqe)) {
+        if (cqe.user_data == kWake) continue;
+        if (cqe.user_data == kWakeSent) {
+          if (cqe.res < 0) spdlog::debug("ring {}: wake of the queue thread: {}", qid, strerror(-cqe.res));
+          continue;
+        }
+        const unsigned i = static_cast<unsigned>(cqe.user_data);
+        if (i >= kDepth || !ents[i].live) continue;
+        if (cqe.res < 0) {
+          if (!Failed(rd.ring, i, -cqe.res)) back.push_back(i | kGone);
+          continue;
+        }
+        if (LargeRead(i)) {
+          Serve(ents[i]);
+          g_reader_reads.fetch_add(1, std::memory_order_relaxed);
+          Command(rd.ring, i, kCmdCommitAndFetch);
+        } else {
+          back.push_back(i);
+        }
+      }
+      {
+        std::lock_guard lock(rd.mu);
+        mine.swap(rd.work);
+      }
+      for (unsigned i : mine) {
+        Serve(ents[i]);
+        g_reader_reads.fetch_add(1, std::memory_order_relaxed);
+        Command(rd.ring, i, kCmdCommitAndFetch);
+      }
+      mine.clear();
+      if (!back.empty()) {
+        {
+          std::lock_guard lock(rd.mu);
+          rd.back.insert(rd.back.end(), back.begin(), back.end());
+        }
+        back.clear();
+        rd.ring.Wake(ring.fd());
+      }
+    }
+  }
+
+  // Hands a large READ to the reader thread, unless it is gone or has all but one entry.
+  bool Offload(unsigned i) {
+    if (!rd_ok || away + 1 >= kDepth || rd.dead.load(std::memory_order_relaxed) || !LargeRead(i)) return false;
+    {
+      std::lock_guard lock(rd.mu);
+      rd.work.push_back(i);
+    }
+    away++;
+    wake_rd = true;
+    return true;
+  }
+
+  // Serves what the reader passed back (the entry is this thread's again once committed here).
+  // If the reader is gone, the entries handed to it and not yet served come back too.
+  void TakeBack() {
+    if (away == 0) return;
+    std::vector<unsigned> back;
+    {
+      std::lock_guard lock(rd.mu);
+      back.swap(rd.back);
+      if (rd.dead.load()) {
+        back.insert(back.end(), rd.work.begin(), rd.work.end());
+        rd.work.clear();
+      }
+    }
+    for (unsigned i : back) {
+      away--;
+      if (i & kGone) continue;
+      Serve(ents[i]);
+      Commit(i);
+    }
+  }
 
   void Loop() {
-    unsigned live = kDepth;
-    while (live > 0 && !t->stop_.load(std::memory_order_relaxed)) {
-      // Wait at idle priority: the caller a commit wakes is then placed on this core (a CPU
+    while (live.load() > 0 && !t->stop_.load(std::memory_order_relaxed)) {
+      // Commit at idle priority: the caller a commit wakes is then placed on this core (a CPU
       // running only idle-policy threads counts as idle) and preempts this thread, instead of
-      // being sent to the other core (an idle-core wakeup costs ~130 us here). Serving runs at
-      // normal priority again.
-      if (t->idle_wait_) SetPolicy(SCHED_IDLE);
-      const bool entered = ring.Enter();
-      if (t->idle_wait_) SetPolicy(SCHED_OTHER);
+      // being sent to the other core (an idle-core wakeup costs ~130 us here). Wait at normal
+      // priority: a request nobody waits for yet (readahead) then preempts the task that sent
+      // it, so it is under way (at the reader) while that task goes on.
+      bool entered = true;
+      if (t->idle_wait_) {
+        SetPolicy(SCHED_IDLE);
+        entered = ring.Submit();
+        SetPolicy(SCHED_OTHER);
+      }
+      entered = entered && ring.Enter();
       if (!entered) {
         spdlog::warn("ring {}: io_uring_enter: {}", qid, strerror(errno));
         break;
       }
       io_uring_cqe cqe;
       while (ring.Pop(&cqe)) {
-        const unsigned i = static_cast<unsigned>(cqe.user_data);
-        if (i >= kDepth || !ents[i].live) continue;
-        Entry& e = ents[i];
-        if (cqe.res < 0) {
-          const int err = -cqe.res;
-          if (err == ENOENT && !e.registering) {
-            // The kernel no longer knew the request we answered (ended meanwhile): the entry
-            // left its queue with it, so give it back.
-            Register(i);
-            continue;
-          }
-          if (err != ENOTCONN && err != ECONNABORTED && err != ECANCELED) {
-            spdlog::warn("ring {}: {} failed: {}", qid, e.registering ? "register" : "commit", strerror(err));
-          }
-          // A refused REGISTER turned io_uring off for the connection: /dev/fuse serves it.
-          if (e.registering) t->register_failed_.store(true);
-          e.live = false;
-          live--;
+        if (cqe.user_data == kWake) continue;  // the reader passed entries back: TakeBack below
+        if (cqe.user_data == kWakeSent) {
+          if (cqe.res < 0) spdlog::debug("ring {}: wake of the reader: {}", qid, strerror(-cqe.res));
           continue;
         }
-        Serve(e);
+        const unsigned i = static_cast<unsigned>(cqe.user_data);
+        if (i >= kDepth || !ents[i].live) continue;
+        if (cqe.res < 0) {
+          (void)Failed(ring, i, -cqe.res);
+          continue;
+        }
+        if (Offload(i)) continue;
+        Serve(ents[i]);
         Commit(i);
+      }
+      TakeBack();
+      if (wake_rd) {
+        ring.Wake(rd.ring.fd());
+        wake_rd = false;
       }
     }
   }
@@ -404,7 +620,10 @@ bool UringTransport::KernelEnabled() {
 }
 
 UringTransport::UringTransport(fuse_session* se, bool idle_wait)
-    : se_(se), dev_fd_(fuse_session_fd(se)), idle_wait_(idle_wait) {}
+    : se_(se), dev_fd_(fuse_session_fd(se)), idle_wait_(idle_wait) {
+  const char* off = getenv("LAYERFS_FUSE_RING_OFFLOAD");  // a measurement switch
+  offload_ = off == nullptr || strcmp(off, "0") != 0;
+}
 
 UringTransport::~UringTransport() { Stop(); }
 
@@ -568,5 +787,7 @@ char* UringTransport::ReplyBuffer(size_t size) {
 }
 
 bool UringTransport::InRingThread() { return tl_ring_thread; }
+
+uint64_t UringTransport::ReaderReads() { return g_reader_reads.load(); }
 
 }  // namespace layerfs::fuse

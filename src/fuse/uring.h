@@ -19,6 +19,10 @@
 // task woken by a busy core to an idle one, so the caller would hop cores on every request. The
 // queue threads therefore wait at idle priority (SCHED_IDLE): a core running only them counts as
 // idle and the caller is woken where it was. Measured, getxattr round trips: 44 -> 18 us.
+//
+// Large READs past a file's start (readahead) go to a reader thread per queue, pinned to another
+// CPU, which commits them on its own ring: the copies of a sequential read then run on two
+// cores instead of one (docs/design.md, "Large reads go to the other core").
 #pragma once
 
 #include <sys/types.h>
@@ -63,6 +67,8 @@ class UringTransport {
   // read reply is written there once and fuse_reply_buf(req, ptr, n) copies nothing more.
   static char* ReplyBuffer(size_t size);
   static bool InRingThread();
+  // READs served by the queues' reader threads so far, in this process (for tests).
+  static uint64_t ReaderReads();
 
   struct Queue;
 
@@ -74,6 +80,7 @@ class UringTransport {
   fuse_session* se_;
   int dev_fd_ = -1;
   bool idle_wait_ = true;
+  bool offload_ = true;  // large READs go to a reader thread on another core
   std::atomic<unsigned> queues_{0};
   bool started_ = false;  // the session loop's thread only
   std::mutex q_mu_;       // q_ (Stop() may come from another thread)

@@ -296,6 +296,66 @@ TEST(MountTest, ServesOverIoUringOnEveryCpu) {
   EXPECT_FALSE(IsMounted(env.mnt()));
 }
 
+// Large READs on the rings go to a reader thread on another core, which then owns the ring
+// entry until a request other than a large READ arrives on it and goes back to the queue
+// thread. Sequential reads of a file not in the page cache, from each CPU in turn, must return
+// every byte while another thread's metadata calls on the same mount get their own answers.
+TEST(MountTest, LargeReadsOnTheReaderThreadKeepEveryReplyStraight) {
+  MountEnv env;
+  ASSERT_TRUE(env.ok());
+  ASSERT_TRUE(env.Mount());
+  const bool ring = env.mount().transport() == "io_uring";
+  const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  const std::string big = layerfs::testing::RandomBytes(24 * (1 << 20) + 777, 41);
+  ASSERT_TRUE(WriteFile(env.mnt() + "/big", big));
+  ASSERT_EQ(mkdir((env.mnt() + "/meta").c_str(), 0755), 0);
+  const uint64_t before = fuse::UringTransport::ReaderReads();
+
+  for (long cpu = 0; cpu < ncpu; ++cpu) {
+    std::ofstream("/proc/sys/vm/drop_caches") << "3";  // the reads go to the daemon again
+    std::atomic<bool> done{false};
+    std::atomic<int> meta_failures{0}, meta_rounds{0};
+    std::thread meta([&] {
+      for (int i = 0; !done.load() || i < 20; ++i) {
+        const std::string p = fmt::format("{}/meta/f{}", env.mnt(), i % 7);
+        const std::string c(50 + i % 13, static_cast<char>('a' + i % 26));
+        if (!WriteFile(p, c) || ReadFile(p) != c) meta_failures++;
+        struct stat st {};
+        if (stat(p.c_str(), &st) != 0 || st.st_size != static_cast<off_t>(c.size())) meta_failures++;
+        if (access((p + ".missing").c_str(), F_OK) == 0 || errno != ENOENT) meta_failures++;
+        if (unlink(p.c_str()) != 0) meta_failures++;
+        meta_rounds++;
+      }
+    });
+    std::string got;
+    std::thread reader([&] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(static_cast<int>(cpu), &set);
+      (void)sched_setaffinity(0, sizeof set, &set);
+      int fd = open((env.mnt() + "/big").c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return;
+      std::string buf(1 << 20, '\0');
+      for (ssize_t n; (n = read(fd, buf.data(), buf.size())) > 0;) got.append(buf.data(), static_cast<size_t>(n));
+      close(fd);
+    });
+    reader.join();
+    done = true;
+    meta.join();
+    EXPECT_EQ(got.size(), big.size()) << "cpu " << cpu;
+    EXPECT_TRUE(got == big) << "cpu " << cpu << ": content differs";
+    EXPECT_EQ(meta_failures.load(), 0) << "cpu " << cpu << " after " << meta_rounds.load() << " rounds";
+  }
+  if (ring && ncpu > 1) {
+    // 24 MiB in readahead requests of at most 512 KiB: most of them past the file's start.
+    EXPECT_GE(fuse::UringTransport::ReaderReads() - before, static_cast<uint64_t>(ncpu) * 10);
+  }
+  auto list = env.ws().ReadDir(workspace::kRootIno);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 2u);
+  ASSERT_TRUE(env.Unmount());
+}
+
 TEST(MountTest, StartFailsOnMissingMountpoint) {
   MountEnv env;
   ASSERT_TRUE(env.ok());
