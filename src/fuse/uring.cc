@@ -410,6 +410,19 @@ struct UringTransport::Queue {
     return in.size >= kOffloadBytes && in.offset != 0;
   }
 
+  // The live entry a completion is for, or -1: a wake from the other thread (the lists say what
+  // about), or the failure of a wake this thread sent to its `peer` (which then finds the work at
+  // its next timeout).
+  int EntryOf(const io_uring_cqe& cqe, const char* peer) const {
+    if (cqe.user_data == kWake) return -1;
+    if (cqe.user_data == kWakeSent) {
+      if (cqe.res < 0) spdlog::debug("ring {}: wake of the {}: {}", qid, peer, strerror(-cqe.res));
+      return -1;
+    }
+    const unsigned i = static_cast<unsigned>(cqe.user_data);
+    return i < kDepth && ents[i].live ? static_cast<int>(i) : -1;
+  }
+
   // A failed command on entry i (either thread): false if the entry is gone.
   bool Failed(Ring& r, unsigned i, int err) {
     Entry& e = ents[i];
@@ -466,13 +479,9 @@ struct UringTransport::Queue {
       }
       io_uring_cqe cqe;
       while (rd.ring.Pop(&cqe)) {
-        if (cqe.user_data == kWake) continue;
-        if (cqe.user_data == kWakeSent) {
-          if (cqe.res < 0) spdlog::debug("ring {}: wake of the queue thread: {}", qid, strerror(-cqe.res));
-          continue;
-        }
-        const unsigned i = static_cast<unsigned>(cqe.user_data);
-        if (i >= kDepth || !ents[i].live) continue;
+        const int n = EntryOf(cqe, "queue thread");
+        if (n < 0) continue;
+        const unsigned i = static_cast<unsigned>(n);
         if (cqe.res < 0) {
           if (!Failed(rd.ring, i, -cqe.res)) back.push_back(i | kGone);
           continue;
@@ -559,13 +568,9 @@ struct UringTransport::Queue {
       }
       io_uring_cqe cqe;
       while (ring.Pop(&cqe)) {
-        if (cqe.user_data == kWake) continue;  // the reader passed entries back: TakeBack below
-        if (cqe.user_data == kWakeSent) {
-          if (cqe.res < 0) spdlog::debug("ring {}: wake of the reader: {}", qid, strerror(-cqe.res));
-          continue;
-        }
-        const unsigned i = static_cast<unsigned>(cqe.user_data);
-        if (i >= kDepth || !ents[i].live) continue;
+        const int n = EntryOf(cqe, "reader");  // a wake: TakeBack below
+        if (n < 0) continue;
+        const unsigned i = static_cast<unsigned>(n);
         if (cqe.res < 0) {
           (void)Failed(ring, i, -cqe.res);
           continue;
