@@ -93,6 +93,7 @@ Status DataLog::StartSegment() {
   active_ = seg;
   tail_ = 0;
   kicked_ = 0;
+  prev_kick_ = {0, 0};
   return Status::Ok();
 }
 
@@ -101,13 +102,16 @@ Result<DataRef> DataLog::Append(std::string_view data) {
   DataRef ref;
   std::shared_ptr<Segment> s;
   std::pair<uint64_t, uint64_t> kick{0, 0};  // a range of the segment to start writing back
+  std::pair<uint64_t, uint64_t> drop{0, 0};  // the range kicked before it: written, drop its pages
   {
     std::lock_guard l(mu_);
     if (active_ == 0 || tail_ + data.size() > kSegmentBytes) LFS_TRY(StartSegment());
     ref = {active_, tail_, static_cast<uint32_t>(data.size())};
     tail_ += data.size();
     if (ref.offset >= kicked_ + kWritebackBytes) {
+      drop = prev_kick_;
       kick = {kicked_, ref.offset - kicked_};
+      prev_kick_ = kick;
       kicked_ = ref.offset;
     }
     s = segments_[active_];
@@ -130,6 +134,16 @@ Result<DataRef> DataLog::Append(std::string_view data) {
   if (kick.second != 0) {
     (void)::sync_file_range(s->fd, static_cast<off_t>(kick.first), static_cast<off_t>(kick.second),
                             SYNC_FILE_RANGE_WRITE);
+  }
+  // The range kicked before is on disk by now (or soon: waiting for it is the backpressure a
+  // writer gets from the kernel's dirty limits anyway): drop its pages. The file's reader has
+  // them in the mount's own page cache; keeping a second copy here doubled the memory a large
+  // write touched, and on this kind of VM fresh pages are the dearest part of a write (2 GiB
+  // written: 1.91 s against 3.46 s, docs/design.md).
+  if (drop.second != 0) {
+    (void)::sync_file_range(s->fd, static_cast<off_t>(drop.first), static_cast<off_t>(drop.second),
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    (void)::posix_fadvise(s->fd, static_cast<off_t>(drop.first), static_cast<off_t>(drop.second), POSIX_FADV_DONTNEED);
   }
   return ref;
 }

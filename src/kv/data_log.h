@@ -99,6 +99,7 @@ class DataLog {
   // longer writes everything after the copies are done.
   static constexpr uint64_t kWritebackBytes = 8 << 20;
   uint64_t kicked_ = 0;  // the active segment's bytes before this have been handed to writeback
+  std::pair<uint64_t, uint64_t> prev_kick_{0, 0};  // the range kicked last: dropped at the next kick
   std::set<uint32_t> unsynced_;
   std::atomic<bool> collect_wanted_{false};
 };

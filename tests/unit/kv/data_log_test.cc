@@ -2,8 +2,12 @@
 // 64 MiB, Collect frees exactly the unreferenced segments and never runs under a pin.
 #include "kv/data_log.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <thread>
@@ -134,6 +138,50 @@ TEST(DataLog, CollectDoesNotRunWhileAPinIsHeld) {
   ASSERT_TRUE(ran.ok());
   EXPECT_TRUE(*ran);
   EXPECT_TRUE((*log)->empty());
+}
+
+// Resident pages of [off, off + len) of a file (mincore).
+size_t ResidentPages(const std::string& path, size_t off, size_t len) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return SIZE_MAX;
+  void* m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(off));
+  close(fd);
+  if (m == MAP_FAILED) return SIZE_MAX;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((len + page - 1) / page);
+  size_t n = SIZE_MAX;
+  if (mincore(m, len, v.data()) == 0) {
+    n = 0;
+    for (unsigned char c : v) n += c & 1;
+  }
+  munmap(m, len);
+  return n;
+}
+
+// Appends hand each 8 MiB to writeback as they pass it, and drop the range handed off the time
+// before from the page cache: a long append leaves only its last ranges in memory, and what was
+// dropped reads back from the disk unchanged.
+TEST(DataLog, WrittenRangesLeaveThePageCache) {
+  testing::TempDir tmp;
+  auto log = DataLog::Open(tmp / "data");
+  ASSERT_TRUE(log.ok());
+  constexpr size_t kMiB = 1 << 20;
+  std::vector<std::pair<DataRef, std::string>> written;
+  for (uint32_t i = 0; i < 40; i++) {
+    std::string d = testing::RandomBytes(kMiB, 100 + i);
+    auto r = (*log)->Append(d);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    written.emplace_back(*r, std::move(d));
+  }
+  const uint32_t seg = written.front().first.segment;
+  ASSERT_EQ(written.back().first.segment, seg);
+  const std::string path = fmt::format("{}/{:08}.seg", tmp / "data", seg);
+  const size_t pages = 8 * kMiB / static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  // The first 8 MiB were handed off at the 9th MiB and dropped at the 17th.
+  EXPECT_LE(ResidentPages(path, 0, 8 * kMiB), pages / 20);
+  // The last appends are neither: still in memory.
+  EXPECT_GE(ResidentPages(path, 32 * kMiB, 8 * kMiB), pages / 2);
+  for (auto& [r, d] : written) EXPECT_TRUE(ReadBack(**log, r) == d) << "append at " << r.offset;
 }
 
 TEST(DataLog, ACollectorErrorFreesNothing) {
