@@ -282,7 +282,7 @@ struct UringTransport::Queue {
   Entry ents[kDepth];
 
   // The reader thread: large READs, served on another core (docs/design.md, "Large reads go to
-  // the other core"). work and done hold entry indices; the wakes only shorten the waits.
+  // the other core"). work and back hold entry indices; the wakes only shorten the waits.
   struct Reader {
     std::thread th;
     Ring ring;
@@ -487,9 +487,7 @@ struct UringTransport::Queue {
           continue;
         }
         if (LargeRead(i)) {
-          Serve(ents[i]);
-          g_reader_reads.fetch_add(1, std::memory_order_relaxed);
-          Command(rd.ring, i, kCmdCommitAndFetch);
+          ServeOnReader(i);
         } else {
           back.push_back(i);
         }
@@ -498,11 +496,7 @@ struct UringTransport::Queue {
         std::lock_guard lock(rd.mu);
         mine.swap(rd.work);
       }
-      for (unsigned i : mine) {
-        Serve(ents[i]);
-        g_reader_reads.fetch_add(1, std::memory_order_relaxed);
-        Command(rd.ring, i, kCmdCommitAndFetch);
-      }
+      for (unsigned i : mine) ServeOnReader(i);
       mine.clear();
       if (!back.empty()) {
         {
@@ -513,6 +507,13 @@ struct UringTransport::Queue {
         rd.ring.Wake(ring.fd());
       }
     }
+  }
+
+  // On the reader thread: serves entry i and commits it on the reader's ring, which then owns it.
+  void ServeOnReader(unsigned i) {
+    Serve(ents[i]);
+    g_reader_reads.fetch_add(1, std::memory_order_relaxed);
+    Command(rd.ring, i, kCmdCommitAndFetch);
   }
 
   // Hands a large READ to the reader thread, unless it is gone or has all but one entry.
