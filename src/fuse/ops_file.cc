@@ -11,6 +11,26 @@
 namespace layerfs::fuse {
 namespace {
 
+// A READ this large is readahead of a file read in order (the kernel sends smaller ones for
+// random reads): what it reads of the data log is not worth keeping in the host page cache.
+constexpr size_t kStreamingRead = 128 << 10;
+
+// A streaming read has just read [off, off + len) of a data log segment. The kernel keeps these
+// bytes in the mount's page cache, so the host's copy is a second one: drop it, so the next
+// readahead reuses warm pages instead of touching fresh memory (docs/design.md, "Reads drop
+// what they read"). The host caches the segment in folios of up to 2 MiB, naturally aligned,
+// and fadvise drops only folios wholly inside its range: so drop the aligned window one behind
+// the one this read enters, once, when the read crosses into it (the other thread may still be
+// reading the window just left).
+constexpr uint64_t kDropWindow = 2 << 20;
+
+void DropBehind(int fd, uint64_t off, uint64_t len) {
+  uint64_t boundary = (off + kDropWindow - 1) & ~(kDropWindow - 1);  // first window start >= off
+  if (boundary >= off + len || boundary < 2 * kDropWindow) return;
+  (void)posix_fadvise(fd, static_cast<off_t>(boundary - 2 * kDropWindow), static_cast<off_t>(kDropWindow),
+                      POSIX_FADV_DONTNEED);
+}
+
 // Page cache kept across opens for readers. Every write and truncate comes through the kernel
 // (the daemon is the only writer), and auto_inval_data drops pages when mtime or size change.
 void SetOpenFlags(fuse_file_info* fi) {
@@ -90,6 +110,7 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
             if (k <= 0) return k < 0 ? errno : EIO;  // a segment shorter than its records: damaged
             got += static_cast<size_t>(k);
           }
+          if (size >= kStreamingRead) DropBehind(p.fd, p.offset, p.length);
         }
         n += p.length;
       }
