@@ -137,6 +137,12 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
     }
     // Replies exactly once, whatever it returns (an error it could not send frees the request).
     (void)fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
+    // The splice is done (the kernel copied or took the pages): the window behind may go.
+    if (size >= kStreamingRead) {
+      for (const auto& p : r->pieces) {
+        if (p.fd >= 0) DropBehind(p.fd, p.offset, p.length);
+      }
+    }
     return 0;
   });
 }

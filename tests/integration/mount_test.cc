@@ -378,31 +378,35 @@ size_t ResidentSegmentBytes(const std::string& store) {
   return total;
 }
 
-// A file read in order over the rings leaves little of the data log in the host's page cache:
-// the mount's page cache holds the bytes, and each readahead READ drops the segment window
-// behind it, so a large cold read touches the memory ext4 would, not twice it. Every byte
-// still comes back, and a second cold read finds it all again on the disk.
+// A file read in order leaves little of the data log in the host's page cache: the mount's
+// page cache holds the bytes, and each readahead READ drops the segment window behind it, so a
+// large cold read touches the memory ext4 would, not twice it. Every byte still comes back,
+// and a second cold read finds it all again on the disk. Over the rings (copied into the
+// reply) and over /dev/fuse with a thread pool (spliced).
 TEST(MountTest, StreamingReadsDropTheDataLogBehindThem) {
-  MountEnv env;
-  ASSERT_TRUE(env.ok());
-  ASSERT_TRUE(env.Mount());
-  if (env.mount().transport() != "io_uring") {
-    GTEST_SKIP() << "the mount serves over /dev/fuse, whose splice keeps the host's pages";
-  }
   constexpr size_t kMiB = 1 << 20;
   const std::string big = layerfs::testing::RandomBytes(48 * kMiB + 4321, 77);
-  ASSERT_TRUE(WriteFile(env.mnt() + "/big", big));
-  for (int round = 0; round < 2; ++round) {
-    sync();
-    std::ofstream("/proc/sys/vm/drop_caches") << "3";
-    ASSERT_LT(ResidentSegmentBytes(env.store_dir()), 4 * kMiB) << "round " << round;
-    EXPECT_TRUE(ReadFile(env.mnt() + "/big") == big) << "round " << round << ": content differs";
-    const size_t resident = ResidentSegmentBytes(env.store_dir());
-    ASSERT_NE(resident, SIZE_MAX);
-    // Readahead runs at most a few MiB ahead of the last drop, and the tail window stays.
-    EXPECT_LT(resident, 16 * kMiB) << "round " << round << ": the data log stayed in the page cache";
+  for (bool uring : {true, false}) {
+    SCOPED_TRACE(uring ? "io_uring wanted" : "/dev/fuse");
+    MountEnv env;
+    ASSERT_TRUE(env.ok());
+    ASSERT_TRUE(env.Mount({.multithreaded = true, .uring = uring}));
+    if (!uring) {
+      ASSERT_EQ(env.mount().transport(), "/dev/fuse");
+    }
+    ASSERT_TRUE(WriteFile(env.mnt() + "/big", big));
+    for (int round = 0; round < 2; ++round) {
+      sync();
+      std::ofstream("/proc/sys/vm/drop_caches") << "3";
+      ASSERT_LT(ResidentSegmentBytes(env.store_dir()), 4 * kMiB) << "round " << round;
+      EXPECT_TRUE(ReadFile(env.mnt() + "/big") == big) << "round " << round << ": content differs";
+      const size_t resident = ResidentSegmentBytes(env.store_dir());
+      ASSERT_NE(resident, SIZE_MAX);
+      // Readahead runs at most a few MiB ahead of the last drop, and the tail window stays.
+      EXPECT_LT(resident, 16 * kMiB) << "round " << round << ": the data log stayed in the page cache";
+    }
+    ASSERT_TRUE(env.Unmount());
   }
-  ASSERT_TRUE(env.Unmount());
 }
 
 TEST(MountTest, StartFailsOnMissingMountpoint) {
