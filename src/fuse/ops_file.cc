@@ -7,28 +7,22 @@
 #include <string>
 
 #include "fuse/ops_table.h"
+#include "kv/data_log.h"
 
 namespace layerfs::fuse {
 namespace {
 
 // A READ this large is readahead of a file read in order (the kernel sends smaller ones for
-// random reads): what it reads of the data log is not worth keeping in the host page cache.
+// random reads). The kernel keeps what it returns in the mount's page cache, so the host's copy
+// of those data log ranges is a second one: once replied, it goes, and the next readahead reuses
+// warm pages instead of touching fresh memory (docs/design.md, "Reads drop what they read").
 constexpr size_t kStreamingRead = 128 << 10;
 
-// A streaming read has just read [off, off + len) of a data log segment. The kernel keeps these
-// bytes in the mount's page cache, so the host's copy is a second one: drop it, so the next
-// readahead reuses warm pages instead of touching fresh memory (docs/design.md, "Reads drop
-// what they read"). The host caches the segment in folios of up to 2 MiB, naturally aligned,
-// and fadvise drops only folios wholly inside its range: so drop the aligned window one behind
-// the one this read enters, once, when the read crosses into it (the other thread may still be
-// reading the window just left).
-constexpr uint64_t kDropWindow = 2 << 20;
-
-void DropBehind(int fd, uint64_t off, uint64_t len) {
-  uint64_t boundary = (off + kDropWindow - 1) & ~(kDropWindow - 1);  // first window start >= off
-  if (boundary >= off + len || boundary < 2 * kDropWindow) return;
-  (void)posix_fadvise(fd, static_cast<off_t>(boundary - 2 * kDropWindow), static_cast<off_t>(kDropWindow),
-                      POSIX_FADV_DONTNEED);
+void DropStreamed(size_t size, const workspace::ReadReply& r) {
+  if (size < kStreamingRead) return;
+  for (const auto& p : r.pieces) {
+    if (p.fd >= 0) kv::DataLog::DropReadBehind(p.fd, p.offset, p.length);
+  }
 }
 
 // Page cache kept across opens for readers. Every write and truncate comes through the kernel
@@ -110,11 +104,11 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
             if (k <= 0) return k < 0 ? errno : EIO;  // a segment shorter than its records: damaged
             got += static_cast<size_t>(k);
           }
-          if (size >= kStreamingRead) DropBehind(p.fd, p.offset, p.length);
         }
         n += p.length;
       }
       fuse_reply_buf(req, dst, n);
+      DropStreamed(size, *r);
       return 0;
     }
     // File ranges of the data log: libfuse splices them into the reply (the bytes never pass
@@ -137,12 +131,7 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
     }
     // Replies exactly once, whatever it returns (an error it could not send frees the request).
     (void)fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
-    // The splice is done (the kernel copied or took the pages): the window behind may go.
-    if (size >= kStreamingRead) {
-      for (const auto& p : r->pieces) {
-        if (p.fd >= 0) DropBehind(p.fd, p.offset, p.length);
-      }
-    }
+    DropStreamed(size, *r);  // the splice is done: the kernel copied or took the pages
     return 0;
   });
 }

@@ -145,6 +145,14 @@ Result<DataRef> DataLog::Append(std::string_view data) {
   return ref;
 }
 
+void DataLog::DropReadBehind(int fd, uint64_t off, uint64_t len) {
+  constexpr uint64_t kWindow = 2 << 20;
+  const uint64_t boundary = (off + kWindow - 1) & ~(kWindow - 1);  // first window start >= off
+  if (boundary >= off + len || boundary < 2 * kWindow) return;
+  (void)::posix_fadvise(fd, static_cast<off_t>(boundary - 2 * kWindow), static_cast<off_t>(kWindow),
+                        POSIX_FADV_DONTNEED);
+}
+
 Status DataLog::Read(const DataRef& ref, char* out) {
   std::shared_ptr<Segment> s;
   {

@@ -70,6 +70,13 @@ class DataLog {
     std::shared_ptr<const void> handle;
   };
   std::optional<FileRange> File(const DataRef& ref);
+  // A caller reading a segment file in order (a File's fd) has just read or spliced
+  // [off, off + len): drops the host's cached copy of the range behind it. The host caches
+  // segments in folios of up to 2 MiB, naturally aligned, and fadvise drops only folios wholly
+  // inside its range, so this drops the aligned 2 MiB window one behind the one the read
+  // enters, once, as the read crosses into it (another thread may still be reading the window
+  // just left). docs/design.md, "Reads drop what they read".
+  static void DropReadBehind(int fd, uint64_t off, uint64_t len);
 
   // Frees every segment not in live_segments(), which the caller computes from its records.
   // Runs only if no pin is held (with `wait`, retrying for up to 100 ms); returns false if it

@@ -357,23 +357,15 @@ TEST(MountTest, LargeReadsOnTheReaderThreadKeepEveryReplyStraight) {
   ASSERT_TRUE(env.Unmount());
 }
 
-// Pages of the host's page cache holding the data log's segments (mincore over each file).
+// Bytes of the data log's segments in the host's page cache.
 size_t ResidentSegmentBytes(const std::string& store) {
   size_t total = 0;
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (const auto& e : std::filesystem::directory_iterator(store + "/data")) {
     if (e.path().extension() != ".seg" || e.file_size() == 0) continue;
-    int fd = open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return SIZE_MAX;
-    const size_t len = e.file_size();
-    void* m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED) return SIZE_MAX;
-    std::vector<unsigned char> v((len + page - 1) / page);
-    const bool ok = mincore(m, len, v.data()) == 0;
-    munmap(m, len);
-    if (!ok) return SIZE_MAX;
-    for (unsigned char c : v) total += (c & 1) * page;
+    const size_t n = layerfs::testing::ResidentPages(e.path(), 0, e.file_size());
+    if (n == SIZE_MAX) return SIZE_MAX;
+    total += n * page;
   }
   return total;
 }

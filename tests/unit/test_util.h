@@ -2,6 +2,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -82,6 +84,24 @@ inline std::string ReadFileBytes(const std::string& path) {
 inline void SetMtime(const std::string& path, int64_t sec, long nsec) {
   timespec ts[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(sec), nsec}};
   ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), ts, AT_SYMLINK_NOFOLLOW), 0) << path;
+}
+
+// Pages of [off, off + len) of a file in the page cache (mincore); SIZE_MAX if it cannot tell.
+inline size_t ResidentPages(const std::string& path, size_t off, size_t len) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return SIZE_MAX;
+  void* m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(off));
+  close(fd);
+  if (m == MAP_FAILED) return SIZE_MAX;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((len + page - 1) / page);
+  size_t n = SIZE_MAX;
+  if (mincore(m, len, v.data()) == 0) {
+    n = 0;
+    for (unsigned char c : v) n += c & 1;
+  }
+  munmap(m, len);
+  return n;
 }
 
 }  // namespace layerfs::testing

@@ -140,24 +140,6 @@ TEST(DataLog, CollectDoesNotRunWhileAPinIsHeld) {
   EXPECT_TRUE((*log)->empty());
 }
 
-// Resident pages of [off, off + len) of a file (mincore).
-size_t ResidentPages(const std::string& path, size_t off, size_t len) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return SIZE_MAX;
-  void* m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(off));
-  close(fd);
-  if (m == MAP_FAILED) return SIZE_MAX;
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> v((len + page - 1) / page);
-  size_t n = SIZE_MAX;
-  if (mincore(m, len, v.data()) == 0) {
-    n = 0;
-    for (unsigned char c : v) n += c & 1;
-  }
-  munmap(m, len);
-  return n;
-}
-
 // Appends hand each 8 MiB to writeback as they pass it, and drop the range handed off the time
 // before from the page cache once written: a long append leaves only its last ranges in memory,
 // and what was dropped reads back from the disk unchanged.
@@ -183,9 +165,9 @@ TEST(DataLog, WrittenRangesLeaveThePageCache) {
   const std::string path = fmt::format("{}/{:08}.seg", tmp / "data", seg);
   const size_t pages = 8 * kMiB / static_cast<size_t>(sysconf(_SC_PAGESIZE));
   // The first 8 MiB were handed off at the 9th MiB and dropped at the 17th.
-  EXPECT_LE(ResidentPages(path, 0, 8 * kMiB), pages / 20);
+  EXPECT_LE(testing::ResidentPages(path, 0, 8 * kMiB), pages / 20);
   // The last appends are neither: still in memory.
-  EXPECT_GE(ResidentPages(path, 32 * kMiB, 8 * kMiB), pages / 2);
+  EXPECT_GE(testing::ResidentPages(path, 32 * kMiB, 8 * kMiB), pages / 2);
   for (auto& [r, d] : written) EXPECT_TRUE(ReadBack(**log, r) == d) << "append at " << r.offset;
 }
 
