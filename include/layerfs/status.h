@@ -17,6 +17,13 @@
 
 namespace layerfs {
 
+// LayerFS's own failure codes, beyond errno, for outcomes a program must tell apart (the control
+// protocol names them; docs/protocol.md). They never reach the kernel: ToErrno() maps them to EIO.
+// FORMAT (protocol): never renumber.
+constexpr int kNotFastForward = 0x10001;  // a push or pull that is not a fast-forward
+constexpr int kConflict = 0x10002;        // a merge stopped on conflicts
+constexpr int kDiverged = 0x10003;        // a remote's history or id key does not match the Store's
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
@@ -32,8 +39,12 @@ class [[nodiscard]] Status {
   static Status Exists(std::string msg) { return Status(EEXIST, std::move(msg)); }
 
   bool ok() const { return rep_ == nullptr; }
-  // errno-style code; 0 when ok().
+  // errno-style code (or one of the LayerFS codes above); 0 when ok().
   int code() const { return rep_ ? rep_->code : 0; }
+  // A POSIX errno for the code: LayerFS's own codes (and anything not positive) become EIO.
+  int ToErrno() const { return code() > 0 && code() < 0x10000 ? code() : (ok() ? 0 : EIO); }
+  // The code's stable name: "ENOENT", "NOT_FAST_FORWARD", ... ("OK" when ok()).
+  std::string CodeName() const;
   const std::string& message() const;
   // The message with a context prefix: "ctx: message".
   Status Context(std::string_view ctx) const;

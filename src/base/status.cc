@@ -1,5 +1,7 @@
 #include "layerfs/status.h"
 
+#include <cstring>
+
 namespace layerfs {
 
 const std::string& Status::message() const {
@@ -10,6 +12,21 @@ const std::string& Status::message() const {
 Status Status::Context(std::string_view ctx) const {
   if (ok()) return *this;
   return Status(code(), fmt::format("{}: {}", ctx, message()));
+}
+
+}  // namespace layerfs
+
+namespace layerfs {
+
+std::string Status::CodeName() const {
+  switch (code()) {
+    case 0: return "OK";
+    case kNotFastForward: return "NOT_FAST_FORWARD";
+    case kConflict: return "CONFLICT";
+    case kDiverged: return "DIVERGED";
+  }
+  const char* name = strerrorname_np(code());
+  return name ? name : fmt::format("E{}", code());
 }
 
 }  // namespace layerfs

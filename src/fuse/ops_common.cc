@@ -60,7 +60,7 @@ bool Adapter::WaitInit(int timeout_ms) {
   return init_signalled_ && init_ok_;
 }
 
-int Errno(const Status& s) { return s.code() > 0 ? s.code() : EIO; }
+int Errno(const Status& s) { return s.ToErrno(); }
 
 struct stat ToStat(const workspace::Attr& a) {
   struct stat st {};
