@@ -63,6 +63,7 @@ struct RemoteUrl {
   std::string location;  // file: absolute directory; rados: pool; s3: bucket
   std::string prefix;    // rados: namespace; s3: key prefix (no leading or trailing '/')
   std::string endpoint;  // s3 only: http(s)://HOST:PORT, empty for AWS
+  std::string region;    // s3 only: ?region=, empty for AWS_REGION / the AWS config / us-east-1
   std::string text;      // the URL as given
   static Result<RemoteUrl> Parse(std::string_view url);
 };
