@@ -133,7 +133,16 @@ class FileTransport : public Transport {
       r.status = CheckKey(r.key);
       if (r.status.ok()) {
         auto f = OpenBlob(r.key);
-        r.status = f.ok() ? PreadAll(f->get(), r.offset, r.length, &r.data) : f.status();
+        struct stat st;
+        if (!f.ok()) {
+          r.status = f.status();
+        } else if (fstat(f->get(), &st) != 0) {
+          r.status = Status::Error(errno, strerror(errno));
+        } else {
+          uint64_t size = static_cast<uint64_t>(st.st_size);
+          uint64_t len = r.offset >= size ? 0 : std::min(r.length, size - r.offset);
+          r.status = PreadAll(f->get(), r.offset, len, &r.data);
+        }
         if (!r.status.ok()) r.status = r.status.Context(Where("read", r.key));
       }
       if (!r.status.ok() && first.ok()) first = r.status;

@@ -16,6 +16,8 @@
 //
 // Blobs are written whole and atomically (a reader sees the old blob, the new one or none, never
 // part of one) and are never modified in place by LayerFS; Put of an existing key replaces it.
+// Every backend takes blobs up to kMaxPortableBlob; a larger one may fail with EFBIG (RADOS: one
+// write, at most osd_max_write_size, 90 MiB by default), so packs are kept below that.
 // Refs are small values carrying a version token: CasRef sets a ref only if its token is still
 // the one the caller read (RADOS: object version; S3: ETag with If-Match / If-None-Match: *;
 // file: a version counter under a lock), so two writers racing on one ref see exactly one win.
@@ -42,6 +44,8 @@
 #include "layerfs/status.h"
 
 namespace layerfs::remote {
+
+inline constexpr uint64_t kMaxPortableBlob = 64ull << 20;
 
 struct RefValue {
   std::string value;
