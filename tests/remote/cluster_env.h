@@ -5,8 +5,14 @@
 // when the cluster is missing.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <random>
 #include <string>
@@ -38,6 +44,18 @@ inline Status LoadClusterEnv() {
   return loaded;
 }
 
+// LoadClusterEnv, then the S3 user's keys as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
+inline Status LoadS3Env() {
+  LFS_TRY(LoadClusterEnv());
+  const char* access = getenv("LAYERFS_TEST_S3_ACCESS_KEY");
+  const char* secret = getenv("LAYERFS_TEST_S3_SECRET_KEY");
+  if (!access || !secret) return Status::Error(ENOENT, "the test cluster's env has no S3 user");
+  setenv("AWS_ACCESS_KEY_ID", access, 1);
+  setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
+  unsetenv("AWS_SESSION_TOKEN");
+  return Status::Ok();
+}
+
 inline std::string ClusterVar(const char* name) {
   const char* v = getenv(name);
   return v ? v : "";
@@ -47,6 +65,42 @@ inline std::string ClusterVar(const char* name) {
 inline std::string UniqueName(std::string_view stem) {
   static std::mt19937_64 rng{std::random_device{}()};
   return fmt::format("{}-{:012x}", stem, rng() & 0xffffffffffffull);
+}
+
+// Sets (or with nullptr unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ScopedEnv(const char* name, const std::string& value) : ScopedEnv(name, value.c_str()) {}
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A TCP port on 127.0.0.1 that nothing listens on (bound by the kernel's choice, then closed).
+inline int UnusedPort() {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(s);
+  return port;
 }
 
 }  // namespace layerfs::remote

@@ -2,9 +2,6 @@
 // clear EFBIG beyond, namespaces that keep remotes apart, clear errors for a missing pool, a
 // missing config, an unknown client and an unreachable cluster; and (RemoteFaultTest, run
 // alone) a killed OSD gives ETIMEDOUT after the transport's timeout instead of a hang.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,22 +17,6 @@
 namespace layerfs::remote {
 namespace {
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 class RadosTest : public ::testing::Test {
  protected:
@@ -145,18 +126,8 @@ TEST(RadosOpenTest, UnreachableClusterTimesOut) {
   testing::TempDir d;
   std::string dir = ClusterVar("LAYERFS_TEST_CEPH_DIR");
   // The cluster's config with the monitor moved to a port nothing listens on.
-  int port = 0;
-  {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-    close(s);
-  }
+  int port = UnusedPort();
+  ASSERT_NE(port, 0);
   std::ifstream in(dir + "/ceph.conf");
   std::string conf, line;
   while (std::getline(in, line)) {

@@ -1,0 +1,299 @@
+// The S3 transport without a cluster: where credentials and region come from, the shape of
+// the requests it sends (path-style URL, payload hash, SigV4 scope, ETags without quotes,
+// continuation tokens encoded for signing) against a scripted HTTP server, and a server that
+// accepts but never answers, which must give ETIMEDOUT after LAYERFS_REMOTE_TIMEOUT.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "../test_util.h"
+#include "remote/s3_client.h"
+#include "remote/transport.h"
+
+namespace layerfs::remote {
+namespace {
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Every AWS variable cleared, HOME at an empty directory.
+struct CleanAwsEnv {
+  testing::TempDir home;
+  ScopedEnv e1{"AWS_ACCESS_KEY_ID", nullptr}, e2{"AWS_SECRET_ACCESS_KEY", nullptr},
+      e3{"AWS_SESSION_TOKEN", nullptr}, e4{"AWS_PROFILE", nullptr}, e5{"AWS_DEFAULT_PROFILE", nullptr},
+      e6{"AWS_SHARED_CREDENTIALS_FILE", nullptr}, e7{"AWS_CONFIG_FILE", nullptr},
+      e8{"AWS_REGION", nullptr}, e9{"AWS_DEFAULT_REGION", nullptr}, e10{"HOME", home.path().c_str()};
+};
+
+RemoteUrl Url(std::string_view u) {
+  auto r = RemoteUrl::Parse(u);
+  EXPECT_TRUE(r.ok());
+  return *r;
+}
+
+TEST(S3ConfigTest, EnvironmentFirstThenProfileFiles) {
+  CleanAwsEnv env;
+  auto none = LoadS3Config(Url("s3://bucket"));
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), EACCES);
+  EXPECT_NE(none.status().message().find("AWS_ACCESS_KEY_ID"), std::string::npos) << none.status().message();
+
+  std::filesystem::create_directories(env.home / ".aws");
+  testing::WriteFile(env.home / ".aws/credentials",
+                     "[default]\naws_access_key_id = DEFAULTKEY\naws_secret_access_key = defaultsecret\n"
+                     "[work]\n  aws_access_key_id=WORKKEY\naws_secret_access_key = worksecret \n"
+                     "aws_session_token = tok\n");
+  testing::WriteFile(env.home / ".aws/config",
+                     "[default]\nregion = eu-west-3\n; comment\n[profile work]\nregion = ap-south-1\n"
+                     "[profile cfgonly]\naws_access_key_id = CFGKEY\naws_secret_access_key = cfgsecret\n");
+  auto d = LoadS3Config(Url("s3://bucket"));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->access_key, "DEFAULTKEY");
+  EXPECT_EQ(d->secret_key, "defaultsecret");
+  EXPECT_EQ(d->region, "eu-west-3");
+  {
+    ScopedEnv p("AWS_PROFILE", "work");
+    auto w = LoadS3Config(Url("s3://bucket"));
+    ASSERT_TRUE(w.ok());
+    EXPECT_EQ(w->access_key, "WORKKEY");
+    EXPECT_EQ(w->secret_key, "worksecret");
+    EXPECT_EQ(w->session_token, "tok");
+    EXPECT_EQ(w->region, "ap-south-1");
+  }
+  {
+    ScopedEnv p("AWS_PROFILE", "cfgonly");  // keys may live in the config file too
+    auto c = LoadS3Config(Url("s3://bucket"));
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->access_key, "CFGKEY");
+    EXPECT_EQ(c->region, "us-east-1");
+  }
+  {
+    ScopedEnv p("AWS_PROFILE", "missing");
+    auto m = LoadS3Config(Url("s3://bucket"));
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("profile 'missing'"), std::string::npos) << m.status().message();
+  }
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "ENVKEY"), s("AWS_SECRET_ACCESS_KEY", "envsecret"), r("AWS_REGION", "us-west-2");
+  auto e = LoadS3Config(Url("s3://bucket"));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->access_key, "ENVKEY");
+  EXPECT_EQ(e->session_token, "");
+  EXPECT_EQ(e->region, "us-west-2");
+  auto q = LoadS3Config(Url("s3://bucket?region=eu-central-1"));  // the URL wins
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->region, "eu-central-1");
+  ScopedEnv half("AWS_SECRET_ACCESS_KEY", nullptr);
+  EXPECT_EQ(LoadS3Config(Url("s3://bucket")).status().code(), EACCES);
+}
+
+TEST(S3ConfigTest, FilesNamedByTheEnvironment) {
+  CleanAwsEnv env;
+  testing::WriteFile(env.home / "creds", "[p]\naws_access_key_id = A\naws_secret_access_key = B\n");
+  testing::WriteFile(env.home / "conf", "[profile p]\nregion = sa-east-1\n");
+  ScopedEnv f("AWS_SHARED_CREDENTIALS_FILE", (env.home / "creds").c_str());
+  ScopedEnv c("AWS_CONFIG_FILE", (env.home / "conf").c_str());
+  ScopedEnv p("AWS_DEFAULT_PROFILE", "p");
+  auto r = LoadS3Config(Url("s3://bucket"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->access_key, "A");
+  EXPECT_EQ(r->region, "sa-east-1");
+}
+
+TEST(S3HelpersTest, EncodingHashingAndXml) {
+  EXPECT_EQ(UriEncode("a+b/c==~x y", false), "a%2Bb%2Fc%3D%3D~x%20y");
+  EXPECT_EQ(UriEncode("p/q-r_s.t", true), "p/q-r_s.t");
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  auto keys = XmlTexts("<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                       "<Contents><Key>a&amp;b</Key></Contents><Contents><Key><![CDATA[c<d]]></Key></Contents>"
+                       "<Key>not in Contents</Key></ListBucketResult>",
+                       "ListBucketResult/Contents/Key");
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ(*keys, (std::vector<std::string>{"a&b", "c<d"}));
+  EXPECT_EQ(XmlTexts("<a><b>unclosed</a>", "a/b").status().code(), EIO);
+}
+
+// An HTTP/1.1 server on 127.0.0.1 answering each request with handler(request) and closing the
+// connection; the handler gets the request line, headers and body as one string. An empty
+// answer means: never answer (hold the connection until the server stops).
+class ScriptedServer {
+ public:
+  explicit ScriptedServer(std::function<std::string(const std::string&)> handler) : handler_(std::move(handler)) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    socklen_t len = sizeof(a);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    listen(fd_, 16);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ScriptedServer() {
+    stop_ = true;
+    thread_.join();
+    close(fd_);
+  }
+  std::string endpoint() const { return fmt::format("http://127.0.0.1:{}", port_); }
+  std::vector<std::string> requests() {
+    std::lock_guard l(mu_);
+    return requests_;
+  }
+
+ private:
+  bool WaitReadable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    while (!stop_)
+      if (poll(&p, 1, 50) > 0) return true;
+    return false;
+  }
+  void Serve() {
+    while (WaitReadable(fd_)) {
+      int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;
+      std::string req;
+      char buf[65536];
+      size_t need = std::string::npos;
+      while (WaitReadable(c)) {
+        ssize_t n = read(c, buf, sizeof(buf));
+        if (n <= 0) break;
+        req.append(buf, static_cast<size_t>(n));
+        size_t end = req.find("\r\n\r\n");
+        if (end != std::string::npos && need == std::string::npos) {
+          size_t cl = req.find("Content-Length: ");
+          need = end + 4 + (cl != std::string::npos && cl < end ? std::stoul(req.substr(cl + 16)) : 0);
+        }
+        if (req.size() >= need) break;
+      }
+      {
+        std::lock_guard l(mu_);
+        requests_.push_back(req);
+      }
+      std::string answer = handler_(req);
+      if (answer.empty()) {
+        while (!stop_) usleep(20000);
+      } else {
+        (void)!write(c, answer.data(), answer.size());
+      }
+      close(c);
+    }
+  }
+  std::function<std::string(const std::string&)> handler_;
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+};
+
+std::string Answer(int status, const std::string& body = "", const std::string& extra = "") {
+  return fmt::format("HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n{}\r\n{}", status, body.size(), extra, body);
+}
+
+TEST(S3RequestTest, RequestsArePathStyleSignedWithThePayloadHash) {
+  CleanAwsEnv env;
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "AKIDTEST"), s("AWS_SECRET_ACCESS_KEY", "secret"), r("AWS_REGION", "eu-west-1");
+  ScriptedServer server([](const std::string& req) {
+    if (req.starts_with("GET")) return Answer(200, "ref-value", "ETag: \"0123abcd\"\r\n");
+    return Answer(200, "", "ETag: \"feedbeef\"\r\n");
+  });
+  auto t = OpenTransport(fmt::format("s3://bkt/pre/fix?endpoint={}", server.endpoint()));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_TRUE((*t)->Put("packs/p1", "payload").ok());
+  auto ref = (*t)->GetRef("refs/heads/main");
+  ASSERT_TRUE(ref.ok() && ref->has_value()) << ref.status().message();
+  EXPECT_EQ((*ref)->value, "ref-value");
+  EXPECT_EQ((*ref)->token, "0123abcd");  // without the quotes
+  auto tok = (*t)->CasRef("refs/heads/main", "new", (*ref)->token);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ(*tok, "feedbeef");
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_TRUE(reqs[0].starts_with("PUT /bkt/pre/fix/packs/p1 HTTP/1.1\r\n")) << reqs[0];
+  EXPECT_NE(reqs[0].find("x-amz-content-sha256: " + Sha256Hex("payload")), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find("Authorization: AWS4-HMAC-SHA256 Credential=AKIDTEST/"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find("/eu-west-1/s3/aws4_request"), std::string::npos) << reqs[0];
+  EXPECT_TRUE(reqs[0].ends_with("\r\n\r\npayload")) << reqs[0];
+  EXPECT_TRUE(reqs[1].starts_with("GET /bkt/pre/fix/refs/heads/main HTTP/1.1\r\n")) << reqs[1];
+  EXPECT_NE(reqs[2].find("If-Match: 0123abcd\r\n"), std::string::npos) << reqs[2];
+}
+
+TEST(S3RequestTest, ListingFollowsContinuationTokens) {
+  CleanAwsEnv env;
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "A"), s("AWS_SECRET_ACCESS_KEY", "B");
+  ScriptedServer server([](const std::string& req) {
+    std::string head = "<?xml version=\"1.0\"?><ListBucketResult>";
+    if (req.find("continuation-token=") == std::string::npos)
+      return Answer(200, head + "<IsTruncated>true</IsTruncated><NextContinuationToken>a+b/c==</NextContinuationToken>"
+                                "<Contents><Key>pre/x/1</Key></Contents><Contents><Key>pre/x/2</Key></Contents></ListBucketResult>");
+    return Answer(200, head + "<IsTruncated>false</IsTruncated><Contents><Key>pre/x/3</Key></Contents>"
+                              "<Contents><Key>pre/x/bad key</Key></Contents></ListBucketResult>");
+  });
+  auto t = OpenTransport(fmt::format("s3://bkt/pre?endpoint={}", server.endpoint()));
+  ASSERT_TRUE(t.ok());
+  auto l = (*t)->List("x/");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(*l, (std::vector<std::string>{"x/1", "x/2", "x/3"}));  // a foreign, invalid key is left out
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_TRUE(reqs[0].starts_with("GET /bkt?list-type=2&prefix=pre%2Fx%2F HTTP/1.1")) << reqs[0];
+  EXPECT_TRUE(reqs[1].starts_with("GET /bkt?continuation-token=a%2Bb%2Fc%3D%3D&list-type=2&prefix=pre%2Fx%2F HTTP/1.1"))
+      << reqs[1];
+}
+
+TEST(S3RequestTest, AServerThatNeverAnswersTimesOut) {
+  CleanAwsEnv env;
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "A"), s("AWS_SECRET_ACCESS_KEY", "B"), to("LAYERFS_REMOTE_TIMEOUT", "2");
+  ScriptedServer server([](const std::string&) { return std::string(); });
+  auto t = OpenTransport(fmt::format("s3://bkt?endpoint={}", server.endpoint()));
+  ASSERT_TRUE(t.ok());
+  auto g = (*t)->Get("k");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), ETIMEDOUT) << g.status().message();
+  EXPECT_NE(g.status().message().find("get 'k': no answer in 2 s"), std::string::npos) << g.status().message();
+}
+
+TEST(S3RequestTest, ServerErrorsAreRetriedThenReported) {
+  CleanAwsEnv env;
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "A"), s("AWS_SECRET_ACCESS_KEY", "B");
+  std::atomic<int> n{0};
+  ScriptedServer server([&](const std::string&) {
+    if (n++ < 2) return Answer(503, "<Error><Code>SlowDown</Code><Message>Please reduce</Message></Error>");
+    return Answer(200, "content");
+  });
+  auto t = OpenTransport(fmt::format("s3://bkt?endpoint={}", server.endpoint()));
+  ASSERT_TRUE(t.ok());
+  auto g = (*t)->Get("k");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(*g, "content");
+  n = -100;  // every answer now a 503
+  auto bad = (*t)->Get("k");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), EIO);
+  EXPECT_NE(bad.status().message().find("HTTP 503 SlowDown: Please reduce"), std::string::npos) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace layerfs::remote
