@@ -264,6 +264,7 @@ size_t OnHeader(char* p, size_t, size_t n, void* d) {
   } else if (name == "content-length") {
     c->content_length = strtoull(value.c_str(), nullptr, 10);
     c->has_content_length = true;
+    if (c->out && c->content_length <= (1ull << 31)) c->out->reserve(c->out->size() + c->content_length);
   }
   return n;
 }
@@ -288,9 +289,14 @@ bool Retryable(const HttpCall& c) {
 S3Client::S3Client(const RemoteUrl& url, S3Config config)
     : url_(url),
       config_(std::move(config)),
-      base_(url.endpoint.empty() ? fmt::format("https://{}.s3.{}.amazonaws.com", url.location, config_.region)
-                                 : fmt::format("{}/{}", url.endpoint, url.location)),
-      sigv4_(fmt::format("aws:amz:{}:s3", config_.region)) {
+      // A dotted bucket name would not match AWS's wildcard certificate as a host name, so it
+      // goes path-style like any endpoint's.
+      base_(!url.endpoint.empty() ? fmt::format("{}/{}", url.endpoint, url.location)
+            : url.location.find('.') != std::string::npos
+                ? fmt::format("https://s3.{}.amazonaws.com/{}", config_.region, url.location)
+                : fmt::format("https://{}.s3.{}.amazonaws.com", url.location, config_.region)),
+      sigv4_(fmt::format("aws:amz:{}:s3", config_.region)),
+      path_style_(!url.endpoint.empty() || url.location.find('.') != std::string::npos) {
   CurlInit();
 }
 
@@ -330,7 +336,7 @@ void S3Client::Run(Session* s, const std::vector<HttpCall*>& calls, int parallel
     }
     auto t = std::make_unique<Transfer>(Transfer{c, e});
     std::string url = base_;
-    if (!c->path.empty() || url_.endpoint.empty()) url += "/" + c->path;
+    if (!c->path.empty() || !path_style_) url += "/" + c->path;
     if (!c->query.empty()) url += "?" + c->query;
     t->headers = curl_slist_append(t->headers, ("x-amz-content-sha256: " + Sha256Hex(c->body)).c_str());
     if (!config_.session_token.empty())
@@ -343,6 +349,7 @@ void S3Client::Run(Session* s, const std::vector<HttpCall*>& calls, int parallel
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);  // fewer callbacks on large bodies
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, timeout);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, timeout);

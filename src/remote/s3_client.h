@@ -4,7 +4,7 @@
 // every request carries x-amz-content-sha256 with the payload's SHA-256 (OpenSSL), which curl
 // signs and the server checks, so a body damaged on the way is refused, not stored. URLs are
 // path-style (ENDPOINT/BUCKET/KEY) with an endpoint, virtual-hosted
-// (https://BUCKET.s3.REGION.amazonaws.com/KEY) for AWS.
+// (https://BUCKET.s3.REGION.amazonaws.com/KEY) for AWS, path-style there too for a dotted name.
 //
 // Credentials and region, first found wins: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+
 // AWS_SESSION_TOKEN); else the profile AWS_PROFILE (default "default") of
@@ -89,6 +89,7 @@ class S3Client {
   const S3Config config_;
   const std::string base_;   // scheme://host[:port][/BUCKET] with no trailing '/'
   const std::string sigv4_;  // "aws:amz:REGION:s3"
+  const bool path_style_;    // BUCKET in the path (an endpoint, or a dotted name on AWS)
   std::mutex mu_;
   std::vector<std::unique_ptr<Session>> free_;  // GUARDED_BY(mu_)
 };
