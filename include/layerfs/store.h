@@ -116,7 +116,9 @@ class Store {
   // Commits DIR's tree as the next Commit of opts.branch. Returns the new Commit's id.
   Result<ObjectId> Import(const std::string& dir, const ImportOptions& opts, ImportStats* stats = nullptr);
 
-  // Resolves a branch name, a commit id or unique prefix (>= 4 hex digits), or REF~N.
+  // Resolves a branch name, a commit id or unique prefix (>= 4 hex digits), followed by any
+  // number of ~N (N-th first-parent ancestor; ~ alone is ~1) and ^N (N-th parent; ^ alone is ^1,
+  // ^0 the commit itself), as Git reads them: main~2^2~1.
   Result<ObjectId> Resolve(std::string_view spec);
   Status Fork(const std::string& name, std::string_view from);
   Result<std::vector<std::pair<std::string, ObjectId>>> Branches();
@@ -128,6 +130,9 @@ class Store {
   Result<CommitInfo> GetCommit(const ObjectId& id);
   // Newest first along first parents; limit 0 = all.
   Result<std::vector<CommitInfo>> Log(const ObjectId& from, size_t limit = 0);
+  // Every Commit reachable from `from` through all parents, each after all of its children
+  // (newest commit time first among those ready); limit 0 = all.
+  Result<std::vector<CommitInfo>> LogAll(const ObjectId& from, size_t limit = 0);
   Result<std::vector<TreeEntry>> ReadTree(const ObjectId& tree, objects::Txn* txn = nullptr);
   // The entry at `path` in `commit` ("" is the root, returned as a directory entry).
   Result<TreeEntry> Lookup(const ObjectId& commit, std::string_view path);
@@ -139,15 +144,24 @@ class Store {
   Result<StoreStats> Stats();
   // Reads back every object reachable from `commits` (all branches' history when empty).
   Result<VerifyReport> Verify(const std::vector<ObjectId>& commits);
-  Result<GcReport> Gc();
+  // Deletes objects no branch reaches; `extra_roots` are Commits kept too (merges in progress).
+  Result<GcReport> Gc(const std::vector<ObjectId>& extra_roots = {});
 
   // Stores a new Commit of `root` on `branch` (whose head must still be `expected_head`) in one
-  // synced batch with the pending objects and `extra`. Used by Import and the Workspace.
-  // EAGAIN if the branch moved.
+  // synced batch with the pending objects and `extra`. Its parents are the head, then
+  // `more_parents` (a merge). Used by Import and the Workspace. EAGAIN if the branch moved.
   Result<ObjectId> CommitTree(const std::string& branch, const ObjectId& root,
                               const std::optional<ObjectId>& expected_head, const std::string& message,
                               uint64_t logical_bytes, uint64_t files, kv::Batch* extra = nullptr,
-                              objects::Txn* txn = nullptr);
+                              objects::Txn* txn = nullptr, const std::vector<ObjectId>& more_parents = {});
+  // Stages a Commit of `root` with `parents` in `txn` (nothing is written yet); returns its id.
+  Result<ObjectId> StageCommit(const ObjectId& root, const std::vector<ObjectId>& parents,
+                               const std::string& message, uint64_t logical_bytes, uint64_t files,
+                               objects::Txn* txn);
+  // Moves `branch` from `expected_head` to the Commit `to` in one synced batch with `txn`'s staged
+  // objects and `extra` (a merge, a fast-forward). EAGAIN if the branch moved.
+  Status UpdateBranch(const std::string& branch, const std::optional<ObjectId>& expected_head,
+                      const ObjectId& to, kv::Batch* extra = nullptr, objects::Txn* txn = nullptr);
   // Diff of two trees; reads see `txn`'s staged objects.
   Result<std::vector<DiffEntry>> DiffTrees(const ObjectId& a, const ObjectId& b, objects::Txn* txn = nullptr);
 

@@ -62,6 +62,7 @@ void AddAllVerbs(CLI::App& app, Context& ctx);
 void AddStoreVerbs(CLI::App& app, Context& ctx);
 void AddHistoryVerbs(CLI::App& app, Context& ctx);
 void AddWorkspaceVerbs(CLI::App& app, Context& ctx);
+void AddMergeVerbs(CLI::App& app, Context& ctx);
 
 // Runs argv (argv[0] is the program name) on ctx: parse, then the verb. Returns the exit code
 // and leaves output in ctx.out/err (errors as one "layerfs: ..." line).

@@ -159,6 +159,7 @@ void AddAllVerbs(CLI::App& app, Context& ctx) {
   AddStoreVerbs(app, ctx);
   AddHistoryVerbs(app, ctx);
   AddWorkspaceVerbs(app, ctx);
+  AddMergeVerbs(app, ctx);
 }
 
 std::string FormatTime(int64_t sec) {

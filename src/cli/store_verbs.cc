@@ -185,7 +185,8 @@ void AddStoreVerbs(CLI::App& app, Context& ctx) {
     c->callback([&ctx] {
       ctx.run = [&ctx]() -> Status {
         LFS_ASSIGN(Store * st, ctx.GetStore());
-        LFS_ASSIGN(auto rep, st->Gc());
+        LFS_ASSIGN(auto roots, workspace::MergeRoots(*st));
+        LFS_ASSIGN(auto rep, st->Gc(roots));
         ctx.Printf("deleted %lu objects; allocated %s -> %s\n", rep.objects_deleted, Mb(rep.bytes_before).c_str(),
                     Mb(rep.bytes_after).c_str());
         return Status::Ok();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "merge/merge_into.h"
 
 namespace layerfs::cli {
 
@@ -84,6 +85,10 @@ void AddWorkspaceVerbs(CLI::App& app, Context& ctx) {
         if (!mp.empty()) LFS_TRY(SyncMount(mp));
         LFS_ASSIGN(auto* reg, ctx.Workspaces());
         LFS_ASSIGN(auto ws, reg->Get(branch));
+        LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
+        if (merging)
+          return Status::Errorf(EBUSY, "a merge of {} is in progress in {}: `layerfs merge --continue` commits it, `--abort` ends it",
+                                merging->source_label, branch);
         LFS_ASSIGN(ObjectId id, ws->Commit(*msg));
         ctx.Printf("%s\n", id.Hex().c_str());
         return Status::Ok();
@@ -101,7 +106,22 @@ void AddWorkspaceVerbs(CLI::App& app, Context& ctx) {
         if (!mp.empty()) LFS_TRY(SyncMount(mp));
         LFS_ASSIGN(auto* reg, ctx.Workspaces());
         LFS_ASSIGN(auto ws, reg->Get(branch));
+        LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
         LFS_ASSIGN(auto changes, ws->Changes());
+        if (merging) {
+          // Conflicts first, as `git status` shows unmerged paths: C, the kind, the path.
+          LFS_ASSIGN(auto unresolved, merge::UnresolvedPaths(*ws, *merging));
+          ctx.Printf("# merging %s (%s) into %s: %zu conflict(s), %zu unresolved; "
+                     "`layerfs merge --continue` once resolved, or --abort\n",
+                     merging->source_label.c_str(), merging->theirs.Hex().substr(0, 12).c_str(), branch.c_str(),
+                     merging->conflicts.size(), unresolved.size());
+          for (const auto& c : merging->conflicts) {
+            bool open = false;
+            for (const auto& u : unresolved)
+              open |= u.path == c.path || std::find(c.sides.begin(), c.sides.end(), u.path) != c.sides.end();
+            ctx.Printf("C\t%s\t%s%s\n", c.path.c_str(), merge::ConflictKindName(c.kind), open ? "" : " (resolved)");
+          }
+        }
         for (const auto& d : changes) ctx.Printf("%c\t%s\n", d.change, d.path.c_str());
         return Status::Ok();
       };

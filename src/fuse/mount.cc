@@ -159,8 +159,23 @@ bool Abort(dev_t dev) {
 
 }  // namespace
 
+// Drops the kernel's caches for what a merge changed under the mount (entries, attributes,
+// page cache). Errors are expected and ignored: ENOENT when the kernel holds nothing for it.
+class KernelInvalidator : public workspace::InvalidationSink {
+ public:
+  explicit KernelInvalidator(fuse_session* se) : se_(se) {}
+  void InodeChanged(Ino ino) override { (void)fuse_lowlevel_notify_inval_inode(se_, ino, 0, 0); }
+  void EntryChanged(Ino parent, std::string_view name) override {
+    (void)fuse_lowlevel_notify_inval_entry(se_, parent, name.data(), name.size());
+  }
+
+ private:
+  fuse_session* se_;
+};
+
 struct Mount::State {
   std::unique_ptr<Adapter> ad;
+  std::unique_ptr<KernelInvalidator> invalidator;
   std::unique_ptr<UringTransport> uring;
   fuse_session* se = nullptr;
   bool multithreaded = false;
@@ -257,6 +272,10 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
     Status s = m->Unmount();
     return Status::Errorf(EIO, "mount {}: no FUSE handshake{}", mountpoint, s.ok() ? "" : ": " + s.ToString());
   }
+  if (!ro) {
+    st.invalidator = std::make_unique<KernelInvalidator>(st.se);
+    ws->SetInvalidationSink(st.invalidator.get());
+  }
   // Only now: any request on the mount (even stat of its root) waits for the handshake.
   struct stat mounted {};
   if (stat(real, &mounted) == 0) {
@@ -271,6 +290,7 @@ Status Mount::Unmount() {
   std::lock_guard lock(st.unmount_mu);
   if (st.unmounted) return Status::Ok();
   st.unmounted = true;
+  if (st.invalidator) st.ad->ws->SetInvalidationSink(nullptr);  // waits for a notification in progress
   Status result;
   fuse_session_exit(st.se);
   if (st.serving.load()) {

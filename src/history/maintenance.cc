@@ -156,7 +156,7 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested) {
   return rep;
 }
 
-Result<GcReport> Store::Gc() {
+Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots) {
   GcReport rep;
   LFS_TRY(kv_->Flush());
   rep.bytes_before = path_.empty() ? 0 : AllocatedBytes(path_);
@@ -168,6 +168,7 @@ Result<GcReport> Store::Gc() {
   std::vector<std::pair<Kind, ObjectId>> work;
   LFS_ASSIGN(auto branches, Branches());
   for (auto& [name, head] : branches) work.emplace_back(Kind::kCommit, head);
+  for (const auto& id : extra_roots) work.emplace_back(Kind::kCommit, id);
   while (!work.empty()) {
     auto [kind, id] = work.back();
     work.pop_back();

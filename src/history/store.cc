@@ -7,6 +7,8 @@
 #include <charconv>
 #include <fstream>
 #include <random>
+#include <tuple>
+#include <unordered_map>
 
 #include "base/coding.h"
 #include "history/file_content.h"
@@ -264,19 +266,9 @@ Result<CommitInfo> Store::GetCommit(const ObjectId& id) {
 }
 
 Result<ObjectId> Store::Resolve(std::string_view spec) {
-  std::string_view base = spec;
-  uint64_t back = 0;
-  if (auto t = spec.rfind('~'); t != std::string_view::npos) {
-    auto num = spec.substr(t + 1);
-    if (num.empty()) {
-      back = 1;
-    } else {
-      auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), back);
-      if (ec != std::errc() || p != num.data() + num.size())
-        return Status::Invalid(fmt::format("'{}' is not REF~N", spec));
-    }
-    base = spec.substr(0, t);
-  }
+  const size_t ops_at = std::min(spec.find('~'), spec.find('^'));
+  std::string_view base = spec.substr(0, ops_at);
+  std::string_view ops = ops_at == std::string_view::npos ? std::string_view() : spec.substr(ops_at);
   if (base.empty()) return Status::Invalid("empty commit reference");
   std::optional<ObjectId> id;
   if (history::ValidBranchName(base)) {
@@ -303,11 +295,32 @@ Result<ObjectId> Store::Resolve(std::string_view spec) {
     if (matches == 0) return Status::NotFound(fmt::format("no branch or commit '{}'", base));
     if (matches > 1) return Status::Invalid(fmt::format("commit prefix '{}' is ambiguous", base));
   }
-  for (uint64_t i = 0; i < back; i++) {
-    LFS_ASSIGN(auto c, GetCommit(*id));
-    if (c.parents.empty())
-      return Status::NotFound(fmt::format("'{}': history has only {} commit(s) before it", spec, i));
-    id = c.parents[0];
+  // ~N: N first parents back; ^N: the N-th parent (^0: the commit itself).
+  while (!ops.empty()) {
+    const char op = ops[0];
+    size_t digits = 1;
+    while (digits < ops.size() && isdigit(static_cast<unsigned char>(ops[digits]))) digits++;
+    uint64_t n = 1;
+    if (digits > 1) {
+      auto [p, ec] = std::from_chars(ops.data() + 1, ops.data() + digits, n);
+      if (ec != std::errc() || p != ops.data() + digits) return Status::Invalid(fmt::format("'{}' is not a commit reference", spec));
+    }
+    if (digits < ops.size() && ops[digits] != '~' && ops[digits] != '^')
+      return Status::Invalid(fmt::format("'{}' is not a commit reference (REF, REF~N, REF^N)", spec));
+    ops.remove_prefix(digits);
+    if (op == '~') {
+      for (uint64_t i = 0; i < n; i++) {
+        LFS_ASSIGN(auto c, GetCommit(*id));
+        if (c.parents.empty())
+          return Status::NotFound(fmt::format("'{}': history has only {} commit(s) before it", spec, i));
+        id = c.parents[0];
+      }
+    } else if (n > 0) {
+      LFS_ASSIGN(auto c, GetCommit(*id));
+      if (n > c.parents.size())
+        return Status::NotFound(fmt::format("'{}': commit {} has {} parent(s)", spec, id->Hex().substr(0, 12), c.parents.size()));
+      id = c.parents[n - 1];
+    }
   }
   return *id;
 }
@@ -344,40 +357,60 @@ Status Store::DeleteBranch(const std::string& name) {
   return kv_->Write(b, true);
 }
 
-Result<ObjectId> Store::CommitTree(const std::string& branch, const ObjectId& root,
-                                   const std::optional<ObjectId>& expected_head,
-                                   const std::string& message, uint64_t logical_bytes, uint64_t files,
-                                   kv::Batch* extra, objects::Txn* txn) {
-  if (!history::ValidBranchName(branch)) return Status::Invalid(fmt::format("invalid branch name '{}'", branch));
-  std::lock_guard l(impl_->ref_mu);
-  LFS_ASSIGN(auto head, BranchHead(branch));
-  if (head != expected_head)
-    return Status::Error(EAGAIN, fmt::format("branch '{}' moved during the commit", branch));
+Result<ObjectId> Store::StageCommit(const ObjectId& root, const std::vector<ObjectId>& parents,
+                                    const std::string& message, uint64_t logical_bytes, uint64_t files,
+                                    objects::Txn* txn) {
   CommitInfo c;
   c.root = root;
-  if (head) c.parents.push_back(*head);
+  c.parents = parents;
   c.message = message;
   int64_t now = NowNanos();
   c.time_sec = now / 1000000000;
   c.time_nsec = static_cast<uint32_t>(now % 1000000000);
   c.logical_bytes = logical_bytes;
   c.files = files;
-  auto put = objects_->Put(Kind::kCommit, objects::EncodeCommit(c), std::nullopt, txn);
-  if (!put.ok()) {
-    if (!txn) objects_->Abort();
-    return put.status();
-  }
+  LFS_ASSIGN(auto put, objects_->Put(Kind::kCommit, objects::EncodeCommit(c), std::nullopt, txn));
+  return put.id;
+}
+
+Status Store::UpdateBranch(const std::string& branch, const std::optional<ObjectId>& expected_head,
+                           const ObjectId& to, kv::Batch* extra, objects::Txn* txn) {
+  if (!history::ValidBranchName(branch)) return Status::Invalid(fmt::format("invalid branch name '{}'", branch));
+  std::lock_guard l(impl_->ref_mu);
+  LFS_ASSIGN(auto head, BranchHead(branch));
+  if (head != expected_head)
+    return Status::Error(EAGAIN, fmt::format("branch '{}' moved meanwhile", branch));
   kv::Batch b;
   objects_->TakeBatch(&b, txn);
   if (extra)
     for (const auto& e : extra->entries()) b.Add(e);
-  b.Put(kv::Cf::kMeta, history::RefKey(branch), put->id.AsKey());
+  b.Put(kv::Cf::kMeta, history::RefKey(branch), to.AsKey());
   Status s = kv_->Write(b, true);
-  if (!s.ok()) {
-    objects_->ClearCache();
-    return s;
+  if (!s.ok()) objects_->ClearCache();
+  return s;
+}
+
+Result<ObjectId> Store::CommitTree(const std::string& branch, const ObjectId& root,
+                                   const std::optional<ObjectId>& expected_head,
+                                   const std::string& message, uint64_t logical_bytes, uint64_t files,
+                                   kv::Batch* extra, objects::Txn* txn, const std::vector<ObjectId>& more_parents) {
+  if (!history::ValidBranchName(branch)) return Status::Invalid(fmt::format("invalid branch name '{}'", branch));
+  std::vector<ObjectId> parents;
+  {
+    std::lock_guard l(impl_->ref_mu);
+    LFS_ASSIGN(auto head, BranchHead(branch));
+    if (head != expected_head)
+      return Status::Error(EAGAIN, fmt::format("branch '{}' moved during the commit", branch));
   }
-  return put->id;
+  if (expected_head) parents.push_back(*expected_head);
+  parents.insert(parents.end(), more_parents.begin(), more_parents.end());
+  auto id = StageCommit(root, parents, message, logical_bytes, files, txn);
+  if (!id.ok()) {
+    if (!txn) objects_->Abort();
+    return id.status();
+  }
+  LFS_TRY(UpdateBranch(branch, expected_head, *id, extra, txn));
+  return *id;
 }
 
 Result<std::vector<CommitInfo>> Store::Log(const ObjectId& from, size_t limit) {
@@ -388,6 +421,41 @@ Result<std::vector<CommitInfo>> Store::Log(const ObjectId& from, size_t limit) {
     cur.reset();
     if (!c.parents.empty()) cur = c.parents[0];
     out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Result<std::vector<CommitInfo>> Store::LogAll(const ObjectId& from, size_t limit) {
+  // Topological order: a commit is shown once every child of it that is reachable has been, the
+  // newest ready one first (Git's --topo-order for the common shapes).
+  std::unordered_map<ObjectId, CommitInfo, ObjectIdHash> info;
+  std::unordered_map<ObjectId, size_t, ObjectIdHash> children;
+  std::vector<ObjectId> stack = {from};
+  while (!stack.empty()) {
+    ObjectId id = stack.back();
+    stack.pop_back();
+    if (info.count(id)) continue;
+    LFS_ASSIGN(auto c, GetCommit(id));
+    for (const auto& p : c.parents) {
+      children[p]++;
+      stack.push_back(p);
+    }
+    info.emplace(id, std::move(c));
+  }
+  auto newer = [&](const ObjectId& a, const ObjectId& b) {
+    const auto &x = info[a], &y = info[b];
+    return std::tie(x.time_sec, x.time_nsec, x.id) < std::tie(y.time_sec, y.time_nsec, y.id);
+  };
+  std::vector<ObjectId> ready = {from};
+  std::vector<CommitInfo> out;
+  while (!ready.empty() && (limit == 0 || out.size() < limit)) {
+    auto it = std::max_element(ready.begin(), ready.end(), newer);
+    ObjectId id = *it;
+    ready.erase(it);
+    const CommitInfo& c = info[id];
+    for (const auto& p : c.parents)
+      if (--children[p] == 0) ready.push_back(p);
+    out.push_back(c);
   }
   return out;
 }

@@ -22,6 +22,7 @@ constexpr char kTagDirty = 'X';   // prefix|X|ino -> varint generation of the la
 constexpr char kTagOrphan = 'O';  // prefix|O|ino -> "" (unlinked, awaiting forget)
 constexpr char kTagLink = 'L';    // prefix|L|link group -> varint ino (hard links of the base)
 constexpr char kTagRef = 'R';     // prefix|R|ino|block -> block in the data log (DataRef + patches)
+constexpr char kTagMerge = 'M';   // prefix|M -> the merge in progress (docs/format.md)
 
 struct Inode {
   Ino ino = 0;
@@ -35,6 +36,9 @@ struct Inode {
   bool has_refs = false;      // files: some of those blocks are in the data log (R records)
   bool has_origin = false;
   bool origin_chunked = false;
+  // Dirs: the origin tree is not the base Commit's subtree at this place (a merge put it here),
+  // so its entries take numbers from the counter when materialised, as do its subdirectories'.
+  bool counter_numbered = false;
   ObjectId origin;            // files: committed content; dirs: committed tree
   uint64_t valid_len = 0;     // files: origin bytes visible below this offset
   uint64_t origin_size = 0;   // files: size of the origin content
@@ -58,6 +62,7 @@ class Keys {
   explicit Keys(uint64_t wsid) { base::PutBigEndian64(&prefix_, wsid); }
   const std::string& prefix() const { return prefix_; }
   std::string State() const { return prefix_ + kTagState; }
+  std::string Merge() const { return prefix_ + kTagMerge; }
   std::string Inode(Ino ino) const { return Tagged(kTagInode, ino); }
   // Blocks sort before every other record of the Workspace: a flush during a long sequential
   // write then spans [its first new block, the metadata], which overlaps the tables of the

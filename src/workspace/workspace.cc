@@ -136,7 +136,9 @@ Status Workspace::Impl::Materialize(Inode* dir) {
       number += 1 + (e.type == EntryType::kDir ? e.subtree_entries : 0);
       Inode n;
       bool existing_link = false;
-      if (e.link_group) {
+      // Link groups name the base Commit's hard links; a subtree a merge put here keeps its
+      // files apart (docs/design.md, "Merge").
+      if (e.link_group && !dir->counter_numbered) {
         LFS_ASSIGN(auto lv, kv_.Get(kv::Cf::kWorkspace, keys_.Link(e.link_group)));
         if (lv) {
           base::Reader r(*lv);
@@ -153,7 +155,8 @@ Status Workspace::Impl::Materialize(Inode* dir) {
         }
       }
       if (!existing_link) {
-        n.ino = numbered_ ? own : next_ino_++;
+        n.ino = numbered_ && !dir->counter_numbered ? own : next_ino_++;
+        n.counter_numbered = dir->counter_numbered && e.type == EntryType::kDir;
         n.type = e.type;
         n.perm = e.mode & 07777;
         n.uid = e.uid;
@@ -180,7 +183,7 @@ Status Workspace::Impl::Materialize(Inode* dir) {
         } else if (e.type == EntryType::kSymlink) {
           n.size = e.target.size();
         }
-        if (e.link_group) {
+        if (e.link_group && !dir->counter_numbered) {
           std::string v;
           base::PutVarint(&v, n.ino);
           b.Put(kv::Cf::kWorkspace, keys_.Link(e.link_group), v);

@@ -18,6 +18,7 @@
 #include <sys/statvfs.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -76,6 +77,40 @@ struct ReadReply {
   std::vector<std::shared_ptr<const void>> hold;  // keeps the files open until dropped
 };
 
+// Told what changed under the users of a Workspace when the change did not come through them
+// (a merge applied in place), so a kernel's caches can be dropped. The FUSE adapter implements
+// it; the core never includes FUSE. Called with no Workspace lock held.
+class InvalidationSink {
+ public:
+  virtual ~InvalidationSink() = default;
+  // The inode's content or attributes changed.
+  virtual void InodeChanged(Ino ino) = 0;
+  // The entry `name` of directory `parent` was added, removed or now names another inode.
+  virtual void EntryChanged(Ino parent, std::string_view name) = 0;
+};
+
+// A change to bring a Workspace from its base Commit's tree to a target tree at the paths a
+// merge touched (docs/design.md, "Merge"): `diff` is Store::DiffTrees(base tree, target tree).
+struct ApplyRequest {
+  std::vector<DiffEntry> diff;
+  // The Commit the Workspace must still be based on (the merge's ours); EAGAIN otherwise.
+  ObjectId expected_base;
+  // Without force, every path must still be as in the base Commit (no uncommitted change there),
+  // else nothing changes and the call fails with EBUSY naming the path. With force (an abort),
+  // whatever is at each path is replaced by the target's entry.
+  bool force = false;
+  // Set: the target is this committed Commit (a clean merge or fast-forward); the Workspace's
+  // base becomes it and the applied paths are committed state, not uncommitted changes; the
+  // uncommitted changes it had stay uncommitted. Unset: the paths become uncommitted changes.
+  std::optional<ObjectId> new_base;
+  // Writes the batch the apply built (the Workspace's records) atomically with the caller's own
+  // records (staged objects, the branch move); called with the Workspace locked. Unset: the
+  // Workspace writes it alone.
+  std::function<Status(kv::Batch*)> publish;
+  // Set: the merge record to keep with the Workspace (empty string: delete it).
+  std::optional<std::string> merge_record;
+};
+
 struct WorkspaceOptions {
   bool read_only = false;   // a Commit mounted read-only: every change is EROFS
   std::string branch;       // the Branch; empty for a read-only Commit view
@@ -123,8 +158,18 @@ class Workspace {
   void Forget(Ino ino);
 
   // Makes a Commit of everything written so far and returns its id. Writers may go on; each
-  // write lands in this Commit or the next.
-  Result<ObjectId> Commit(const std::string& message);
+  // write lands in this Commit or the next. `more_parents` (concluding a merge) follow the base
+  // as parents, and the merge record is deleted in the same batch.
+  Result<ObjectId> Commit(const std::string& message, const std::vector<ObjectId>& more_parents = {});
+  // Applies a merge's changes in place (ApplyRequest); tells the sink what changed.
+  Status Apply(const ApplyRequest& req);
+  // The merge record kept with the Workspace (a merge stopped on conflicts), if any.
+  Result<std::optional<std::string>> MergeRecord();
+  // Resolves a path from the root ("" is the root) to its inode, materialising on the way.
+  Result<Attr> LookupPath(std::string_view path);
+  // Set (or clear, with nullptr) who is told of changes made by Apply. The sink must stay valid
+  // until cleared; clearing waits for a notification in progress.
+  void SetInvalidationSink(InvalidationSink* sink);
   // Uncommitted changes against the head Commit (nothing is stored).
   Result<std::vector<DiffEntry>> Changes();
   // Discards uncommitted changes; with `to`, also moves the branch there. Only while no file is
@@ -142,13 +187,17 @@ class Workspace {
 
  private:
   explicit Workspace(std::unique_ptr<Impl> impl, WorkspaceOptions opts);
-  Result<ObjectId> CommitLocked(const std::string& message);
+  Result<ObjectId> CommitLocked(const std::string& message, const std::vector<ObjectId>& more_parents);
   std::unique_ptr<Impl> impl_;
   WorkspaceOptions opts_;
 };
 
 // Deletes the persistent Workspace state of `branch` (after its branch is deleted or reset).
 Status DropWorkspaceState(Store& store, const std::string& branch);
+
+// The Commits that merges in progress (stopped on conflicts) in any Workspace of `store` refer
+// to: gc keeps them (their trees hold the conflict files the Workspaces read).
+Result<std::vector<ObjectId>> MergeRoots(Store& store);
 
 // Deletes the data-log segments no Workspace record refers to (whole blocks written since the
 // last commit live there). Skipped, with Ok, while a reader or writer holds a pin (`wait`: for

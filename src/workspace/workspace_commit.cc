@@ -213,10 +213,10 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
   return out;
 }
 
-Result<ObjectId> Workspace::Commit(const std::string& message) {
+Result<ObjectId> Workspace::Commit(const std::string& message, const std::vector<ObjectId>& more_parents) {
   if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
-  Result<ObjectId> r = CommitLocked(message);
+  Result<ObjectId> r = CommitLocked(message, more_parents);
   // Blocks this commit folded into history are gone from the data log's records (DeleteBlocks
   // asked for a collection).
   if (r.ok() && im->log_.collect_wanted()) {
@@ -226,7 +226,7 @@ Result<ObjectId> Workspace::Commit(const std::string& message) {
   return r;
 }
 
-Result<ObjectId> Workspace::CommitLocked(const std::string& message) {
+Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::vector<ObjectId>& more_parents) {
   auto* im = impl_.get();
   std::lock_guard cl(im->commit_mu_);
   std::shared_ptr<const kv::Snapshot> snap;
@@ -286,8 +286,9 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message) {
     if (built.new_origins.count(ino)) continue;
     if (mark_now(ino) == gen) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
   }
+  if (!more_parents.empty()) extra.Delete(kv::Cf::kWorkspace, im->keys_.Merge());
   LFS_ASSIGN(ObjectId id, im->store_.CommitTree(opts_.branch, built.root, base, message, built.bytes,
-                                                built.entries, &extra, &txn));
+                                                built.entries, &extra, &txn, more_parents));
   im->base_ = id;
   // The marks this commit deleted: those whose generation did not move since the snapshot.
   for (const auto& [ino, gen] : built.dirty)

@@ -94,6 +94,10 @@ class Workspace::Impl {
   // difference, inode numbers included.
   bool pristine_ = false;
   std::mutex commit_mu_;  // one commit at a time; taken before mu_
+  // Guards sink_; never held with mu_ (a notification may wait for the kernel, which may be
+  // waiting for a request that needs mu_).
+  std::mutex sink_mu_;
+  InvalidationSink* sink_ = nullptr;
 };
 
 timespec Now();

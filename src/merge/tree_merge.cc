@@ -1,0 +1,392 @@
+// MergeTrees: the three-way walk of base, ours and theirs.
+//
+// Per name, with B, O, T the entries (or none) on each side and "same" meaning same type,
+// content and attributes (mtime and link groups are not compared, as in Diff):
+//   O same as T -> O;  B same as O -> T;  B same as T -> O  (a subtree is taken whole, unopened)
+//   otherwise both changed: directories merge below (opened only now); files merge content and
+//   attributes separately; anything else is a conflict of its kind (merge/merge.h).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "history/file_content.h"
+#include "merge/file_merge.h"
+#include "merge/merge.h"
+#include "objects/tree.h"
+
+namespace layerfs::merge {
+
+const char* ConflictKindName(ConflictKind k) {
+  switch (k) {
+    case ConflictKind::kContent: return "content";
+    case ConflictKind::kBinary: return "binary";
+    case ConflictKind::kModifyDelete: return "modify/delete";
+    case ConflictKind::kAddAdd: return "add/add";
+    case ConflictKind::kType: return "type";
+    case ConflictKind::kAttributes: return "attributes";
+    case ConflictKind::kSymlink: return "symlink";
+  }
+  return "?";
+}
+
+namespace {
+
+using Opt = std::optional<TreeEntry>;
+
+bool SameContent(const TreeEntry& a, const TreeEntry& b) {
+  if (a.type != b.type) return false;
+  switch (a.type) {
+    case EntryType::kFile: return a.id == b.id && a.size == b.size && a.chunked == b.chunked;
+    case EntryType::kDir: return a.id == b.id;
+    case EntryType::kSymlink: return a.target == b.target;
+    case EntryType::kChar:
+    case EntryType::kBlock: return a.rdev == b.rdev;
+    default: return true;
+  }
+}
+
+bool SameAttrs(const TreeEntry& a, const TreeEntry& b) {
+  return a.mode == b.mode && a.uid == b.uid && a.gid == b.gid && a.xattrs == b.xattrs;
+}
+
+bool Same(const Opt& a, const Opt& b) {
+  if (!a || !b) return !a && !b;
+  return SameContent(*a, *b) && SameAttrs(*a, *b);
+}
+
+bool IsDir(const Opt& e) { return e && e->type == EntryType::kDir; }
+
+// One attribute merged three ways; false when both sides changed it differently (ours is kept).
+template <typename T>
+bool Merge3(const T* base, const T& ours, const T& theirs, T* out) {
+  if (ours == theirs) *out = ours;
+  else if (base && *base == ours) *out = theirs;
+  else if (base && *base == theirs) *out = ours;
+  else {
+    *out = ours;
+    return false;
+  }
+  return true;
+}
+
+struct Sums {
+  uint64_t bytes = 0, entries = 0;
+};
+
+class Merger {
+ public:
+  Merger(Store& st, const TreeMergeOptions& o, objects::Txn* txn) : st_(st), o_(o), txn_(txn) {}
+
+  // Merges directories (a missing side is an empty directory). Returns the tree id.
+  Result<ObjectId> MergeDir(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t, Sums* sums);
+
+  std::vector<Conflict> conflicts;
+
+ private:
+  struct Side {
+    size_t conflict;     // index in conflicts
+    TreeEntry entry;     // named as wanted; renamed if the name is taken
+  };
+  Result<std::vector<TreeEntry>> List(const Opt& dir) {
+    if (!IsDir(dir)) return std::vector<TreeEntry>();
+    return st_.ReadTree(dir->id, txn_);
+  }
+  Status MergeName(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t,
+                   std::vector<TreeEntry>* out, std::vector<Side>* sides);
+  Status MergeFiles(const std::string& path, const Opt& b, const TreeEntry& o, const TreeEntry& t,
+                    std::vector<TreeEntry>* out, std::vector<Side>* sides);
+  // Attributes of `o` merged with `t`'s against `b`; false if one conflicted.
+  bool MergeAttrs(const Opt& b, const TreeEntry& o, const TreeEntry& t, TreeEntry* out);
+  size_t AddConflict(const std::string& path, ConflictKind kind, const Opt& b, const Opt& o, const Opt& t) {
+    conflicts.push_back({path, kind, b, o, t, {}});
+    return conflicts.size() - 1;
+  }
+  void AddSides(size_t c, const TreeEntry& o, const TreeEntry& t, std::vector<Side>* sides) {
+    for (auto [e, suffix] : {std::pair{&o, "~ours"}, std::pair{&t, "~theirs"}}) {
+      if (e->type == EntryType::kDir) continue;
+      TreeEntry s = *e;
+      s.name += suffix;
+      s.link_group = 0;
+      sides->push_back({c, std::move(s)});
+    }
+  }
+  Result<std::string> Content(const TreeEntry& e) {
+    return history::ReadContent(st_.objects(), e.id, e.chunked, txn_);
+  }
+
+  Store& st_;
+  const TreeMergeOptions& o_;
+  objects::Txn* txn_;
+};
+
+bool Merger::MergeAttrs(const Opt& b, const TreeEntry& o, const TreeEntry& t, TreeEntry* out) {
+  bool ok = true;
+  ok &= Merge3(b ? &b->mode : nullptr, o.mode, t.mode, &out->mode);
+  ok &= Merge3(b ? &b->uid : nullptr, o.uid, t.uid, &out->uid);
+  ok &= Merge3(b ? &b->gid : nullptr, o.gid, t.gid, &out->gid);
+  // Extended attributes one name at a time.
+  std::map<std::string, std::string> bx, ox(o.xattrs.begin(), o.xattrs.end()), tx(t.xattrs.begin(), t.xattrs.end());
+  if (b) bx.insert(b->xattrs.begin(), b->xattrs.end());
+  std::set<std::string> names;
+  for (auto* m : {&bx, &ox, &tx})
+    for (const auto& [k, v] : *m) names.insert(k);
+  out->xattrs.clear();
+  for (const auto& k : names) {
+    auto get = [&](const std::map<std::string, std::string>& m) {
+      auto it = m.find(k);
+      return it == m.end() ? std::optional<std::string>() : std::optional<std::string>(it->second);
+    };
+    std::optional<std::string> bv = get(bx), v;
+    ok &= Merge3(b ? &bv : nullptr, get(ox), get(tx), &v);
+    if (v) out->xattrs.emplace_back(k, *v);
+  }
+  if (!ok && o_.favor == Favor::kTheirs) {
+    out->mode = t.mode;
+    out->uid = t.uid;
+    out->gid = t.gid;
+    out->xattrs = t.xattrs;
+  }
+  return ok || o_.favor != Favor::kNone || o_.virtual_base;
+}
+
+Status Merger::MergeFiles(const std::string& path, const Opt& b, const TreeEntry& o, const TreeEntry& t,
+                          std::vector<TreeEntry>* out, std::vector<Side>* sides) {
+  TreeEntry r = o;
+  r.link_group = 0;
+  const bool attrs_ok = MergeAttrs(b, o, t, &r);
+  const TreeEntry* content = nullptr;  // a side whose content is the result
+  if (SameContent(o, t)) content = &o;
+  else if (b && SameContent(*b, o)) content = &t;
+  else if (b && SameContent(*b, t)) content = &o;
+  std::optional<ConflictKind> conflict;
+  if (!content) {
+    const ConflictKind kind = b ? ConflictKind::kContent : ConflictKind::kAddAdd;
+    std::string bb;
+    if (b) {
+      LFS_ASSIGN(bb, Content(*b));
+    }
+    LFS_ASSIGN(std::string ob, Content(o));
+    LFS_ASSIGN(std::string tb, Content(t));
+    FileMergeInput in{bb, ob, tb, o_.our_label, o_.their_label, static_cast<int>(o_.favor), o_.virtual_base};
+    auto m = MergeText(in);
+    if (!m.ok() && m.status().code() != EINVAL) return m.status();
+    if (!m.ok()) {
+      // Binary: never merged by lines. Settled by the favoured side, or in a virtual base by the
+      // base's version; otherwise ours stays at PATH and both sides go beside it.
+      if (o_.favor == Favor::kTheirs) content = &t;
+      else if (o_.favor == Favor::kOurs) content = &o;
+      else if (o_.virtual_base) content = b ? &*b : &o;
+      else {
+        content = &o;
+        size_t c = AddConflict(path, b ? ConflictKind::kBinary : ConflictKind::kAddAdd, b, o, t);
+        AddSides(c, o, t, sides);
+        conflict = conflicts[c].kind;
+      }
+    } else {
+      LFS_ASSIGN(auto stored, history::WriteContent(st_.objects(), m->content, &o, txn_));
+      r.id = stored.id;
+      r.chunked = stored.chunked;
+      r.size = m->content.size();
+      if (std::tie(t.mtime_sec, t.mtime_nsec) > std::tie(r.mtime_sec, r.mtime_nsec)) {
+        r.mtime_sec = t.mtime_sec;
+        r.mtime_nsec = t.mtime_nsec;
+      }
+      if (!m->clean && !o_.virtual_base) {
+        AddConflict(path, kind, b, o, t);
+        conflict = kind;
+      }
+    }
+  }
+  if (content) {
+    r.id = content->id;
+    r.chunked = content->chunked;
+    r.size = content->size;
+    r.mtime_sec = content->mtime_sec;
+    r.mtime_nsec = content->mtime_nsec;
+  }
+  if (!attrs_ok && !conflict) AddConflict(path, ConflictKind::kAttributes, b, o, t);
+  out->push_back(std::move(r));
+  return Status::Ok();
+}
+
+Status Merger::MergeName(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t,
+                         std::vector<TreeEntry>* out, std::vector<Side>* sides) {
+  if (Same(o, t)) {
+    if (o) out->push_back(*o);
+    return Status::Ok();
+  }
+  if (Same(b, o)) {
+    if (t) out->push_back(*t);
+    return Status::Ok();
+  }
+  if (Same(b, t)) {
+    if (o) out->push_back(*o);
+    return Status::Ok();
+  }
+  const std::string path = prefix + (o ? o->name : t ? t->name : b->name);
+  if (o && t) {
+    if (IsDir(o) && IsDir(t)) {
+      TreeEntry r = *o;
+      bool attrs_ok = MergeAttrs(IsDir(b) ? b : Opt(), *o, *t, &r);
+      if (o->id == t->id || (IsDir(b) && b->id == t->id)) {
+        // Contents as ours: r keeps ours' id and sums.
+      } else if (IsDir(b) && b->id == o->id) {
+        r.id = t->id;
+        r.size = t->size;
+        r.subtree_entries = t->subtree_entries;
+      } else {
+        Sums s;
+        LFS_ASSIGN(r.id, MergeDir(path + "/", IsDir(b) ? b : Opt(), o, t, &s));
+        r.size = s.bytes;
+        r.subtree_entries = s.entries;
+      }
+      if (!attrs_ok) AddConflict(path, ConflictKind::kAttributes, b, o, t);
+      out->push_back(std::move(r));
+      return Status::Ok();
+    }
+    if (!IsDir(o) && !IsDir(t) && o->type == t->type) {
+      const Opt base = b && b->type == o->type ? b : Opt();
+      if (o->type == EntryType::kFile) return MergeFiles(path, base, *o, *t, out, sides);
+      // Symlinks and devices: the target (or device number) is their content.
+      TreeEntry r = *o;
+      bool attrs_ok = MergeAttrs(base, *o, *t, &r);
+      const TreeEntry* content = nullptr;
+      if (SameContent(*o, *t) || (base && SameContent(*base, *t))) content = &*o;
+      else if (base && SameContent(*base, *o)) content = &*t;
+      else if (o_.favor == Favor::kTheirs) content = &*t;
+      else if (o_.favor == Favor::kOurs || o_.virtual_base) content = &*o;
+      r.target = (content ? content : &*o)->target;
+      r.rdev = (content ? content : &*o)->rdev;
+      r.size = (content ? content : &*o)->size;
+      if (!content) AddSides(AddConflict(path, base ? ConflictKind::kSymlink : ConflictKind::kAddAdd, b, o, t), *o, *t, sides);
+      else if (!attrs_ok) AddConflict(path, ConflictKind::kAttributes, b, o, t);
+      out->push_back(std::move(r));
+      return Status::Ok();
+    }
+    // Different kinds of entry.
+    if (o_.favor != Favor::kNone || o_.virtual_base) {
+      out->push_back(o_.favor == Favor::kTheirs ? *t : *o);
+      return Status::Ok();
+    }
+    size_t c = AddConflict(path, ConflictKind::kType, b, o, t);
+    if (IsDir(o) || IsDir(t)) {
+      // The directory stays at PATH; the other entry goes beside it.
+      const TreeEntry& dir = IsDir(o) ? *o : *t;
+      const TreeEntry& other = IsDir(o) ? *t : *o;
+      out->push_back(dir);
+      TreeEntry s = other;
+      s.name += IsDir(o) ? "~theirs" : "~ours";
+      s.link_group = 0;
+      sides->push_back({c, std::move(s)});
+    } else {
+      out->push_back(*o);
+      AddSides(c, *o, *t, sides);
+    }
+    return Status::Ok();
+  }
+  // One side deleted what the other changed.
+  const bool ours_kept = o.has_value();
+  const TreeEntry& kept = ours_kept ? *o : *t;
+  if (IsDir(b) && kept.type == EntryType::kDir) {
+    // A directory deleted on one side and changed inside on the other: merged below, with the
+    // deleted side empty, so unchanged entries go and changed ones conflict one by one.
+    Sums s;
+    TreeEntry r = kept;
+    LFS_ASSIGN(r.id, MergeDir(path + "/", b, ours_kept ? o : Opt(), ours_kept ? Opt() : t, &s));
+    if (s.entries == 0) return Status::Ok();
+    r.size = s.bytes;
+    r.subtree_entries = s.entries;
+    out->push_back(std::move(r));
+    return Status::Ok();
+  }
+  if (o_.favor != Favor::kNone) {
+    const Opt& pick = o_.favor == Favor::kOurs ? o : t;
+    if (pick) out->push_back(*pick);
+    return Status::Ok();
+  }
+  out->push_back(kept);
+  if (!o_.virtual_base) AddConflict(path, ConflictKind::kModifyDelete, b, o, t);
+  return Status::Ok();
+}
+
+Result<ObjectId> Merger::MergeDir(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t, Sums* sums) {
+  LFS_ASSIGN(auto bl, List(b));
+  LFS_ASSIGN(auto ol, List(o));
+  LFS_ASSIGN(auto tl, List(t));
+  std::vector<TreeEntry> out;
+  std::vector<Side> sides;
+  size_t i = 0, j = 0, k = 0;
+  while (i < bl.size() || j < ol.size() || k < tl.size()) {
+    const std::string* name = nullptr;
+    for (auto* e : {i < bl.size() ? &bl[i].name : nullptr, j < ol.size() ? &ol[j].name : nullptr,
+                    k < tl.size() ? &tl[k].name : nullptr})
+      if (e && (!name || *e < *name)) name = e;
+    const std::string n = *name;
+    Opt eb, eo, et;
+    if (i < bl.size() && bl[i].name == n) eb = std::move(bl[i++]);
+    if (j < ol.size() && ol[j].name == n) eo = std::move(ol[j++]);
+    if (k < tl.size() && tl[k].name == n) et = std::move(tl[k++]);
+    LFS_TRY(MergeName(prefix, eb, eo, et, &out, &sides));
+  }
+  // Side files take their wanted name, or that name with ~N when it is taken.
+  std::set<std::string> taken;
+  for (const auto& e : out) taken.insert(e.name);
+  for (auto& s : sides) {
+    std::string name = s.entry.name;
+    for (int n = 1; taken.count(name) || !objects::ValidName(name); n++) {
+      name = s.entry.name.substr(0, 240) + "~" + std::to_string(n);
+    }
+    taken.insert(name);
+    s.entry.name = name;
+    conflicts[s.conflict].sides.push_back(prefix + name);
+    out.push_back(std::move(s.entry));
+  }
+  std::sort(out.begin(), out.end(), [](const TreeEntry& x, const TreeEntry& y) { return x.name < y.name; });
+  for (const auto& e : out) {
+    sums->entries += 1 + (e.type == EntryType::kDir ? e.subtree_entries : 0);
+    if (e.type == EntryType::kFile || e.type == EntryType::kDir) sums->bytes += e.size;
+  }
+  std::optional<ObjectId> delta_base;
+  if (IsDir(o)) delta_base = o->id;
+  LFS_ASSIGN(auto put, st_.objects().Put(objects::Kind::kTree, objects::EncodeTree(out), delta_base, txn_));
+  return put.id;
+}
+
+}  // namespace
+
+Result<TreeMergeResult> MergeTrees(Store& store, const ObjectId& base, const ObjectId& ours, const ObjectId& theirs,
+                                   const TreeMergeOptions& opts, objects::Txn* txn) {
+  auto root = [](const ObjectId& id) {
+    TreeEntry e;
+    e.type = EntryType::kDir;
+    e.id = id;
+    return id.IsZero() ? Opt() : Opt(e);
+  };
+  Merger m(store, opts, txn);
+  TreeMergeResult out;
+  Sums s;
+  const bool whole = ours == theirs || base == theirs || base == ours;
+  if (ours == theirs || base == theirs) {
+    out.root = ours;
+  } else if (base == ours) {
+    out.root = theirs;
+  } else {
+    LFS_ASSIGN(out.root, m.MergeDir("", root(base), root(ours), root(theirs), &s));
+  }
+  if (whole) {
+    // A tree taken whole: its entries carry their subtrees' sums.
+    LFS_ASSIGN(auto entries, store.ReadTree(out.root, txn));
+    for (const auto& e : entries) {
+      s.entries += 1 + (e.type == EntryType::kDir ? e.subtree_entries : 0);
+      if (e.type == EntryType::kFile || e.type == EntryType::kDir) s.bytes += e.size;
+    }
+  }
+  out.bytes = s.bytes;
+  out.entries = s.entries;
+  out.conflicts = std::move(m.conflicts);
+  std::sort(out.conflicts.begin(), out.conflicts.end(),
+            [](const Conflict& a, const Conflict& b) { return a.path < b.path; });
+  return out;
+}
+
+}  // namespace layerfs::merge
