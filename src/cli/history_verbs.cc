@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "cli/cli.h"
+#include "merge/merge.h"
 
 namespace layerfs::cli {
 
@@ -60,23 +61,76 @@ void PrintDiff(Context& ctx, const std::vector<DiffEntry>& d, bool stat, bool as
                 d.size(), counts['A'], counts['D'], counts['M'], counts['T'], counts['P']);
 }
 
+// Git-style lanes, one column per line of history being followed: '*' the commit, '|' the
+// others, then "|\\" where a merge opens a lane for its other parent and "|/" where two lanes
+// reach the same commit and join.
+void PrintGraph(Context& ctx, const std::vector<CommitInfo>& log) {
+  std::vector<ObjectId> lanes;
+  auto row = [&](size_t n, size_t star) {
+    std::string r;
+    for (size_t i = 0; i < n; i++) r += i == star ? "* " : "| ";
+    return r;
+  };
+  for (const auto& c : log) {
+    auto it = std::find(lanes.begin(), lanes.end(), c.id);
+    size_t col = it - lanes.begin();
+    if (it == lanes.end()) lanes.push_back(c.id);
+    // Lanes that were also waiting for this commit join it.
+    for (size_t j = lanes.size(); j-- > col + 1;) {
+      if (lanes[j] != c.id) continue;
+      std::string r;
+      for (size_t i = 0; i < lanes.size(); i++) {
+        if (i + 1 < j) r += "| ";
+        else if (i + 1 == j) r += "|/";
+        else if (i > j) r += " /";
+      }
+      lanes.erase(lanes.begin() + j);
+      ctx.Printf("%s\n", r.substr(0, r.find_last_not_of(' ') + 1).c_str());
+    }
+    std::string line = row(lanes.size(), col);
+    ctx.Printf("%s%s %s %s\n", line.c_str(), c.id.Hex().substr(0, 12).c_str(), FormatTime(c.time_sec).c_str(),
+               c.message.c_str());
+    if (c.parents.empty()) {
+      lanes.erase(lanes.begin() + col);
+      continue;
+    }
+    lanes[col] = c.parents[0];
+    for (size_t p = 1; p < c.parents.size(); p++) {
+      if (std::find(lanes.begin(), lanes.end(), c.parents[p]) != lanes.end()) continue;
+      lanes.insert(lanes.begin() + col + p, c.parents[p]);
+      std::string r;
+      for (size_t i = 0; i + 1 < lanes.size(); i++) r += i == col ? "|\\" : i < col ? "| " : " \\";
+      ctx.Printf("%s\n", r.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 void AddHistoryVerbs(CLI::App& app, Context& ctx) {
   {
-    auto* c = app.add_subcommand("log", "Commits newest first along first parents");
+    auto* c = app.add_subcommand("log", "Commits newest first along first parents (--graph: all of history)");
     auto ref = std::make_shared<std::string>("main");
     auto as_json = std::make_shared<bool>(false);
+    auto graph = std::make_shared<bool>(false);
     auto limit = std::make_shared<size_t>(0);
     c->add_option("REF", *ref, "Where to start (default main)");
     c->add_flag("--json", *as_json, "Print a JSON array");
+    c->add_flag("--graph", *graph, "Every commit reachable through all parents, children first, with lanes");
     c->add_option("-n,--max-count", *limit, "At most N commits");
-    c->callback([&ctx, ref, as_json, limit] {
-      ctx.run = [&ctx, ref, as_json, limit]() -> Status {
+    c->callback([&ctx, ref, as_json, graph, limit] {
+      ctx.run = [&ctx, ref, as_json, graph, limit]() -> Status {
         LFS_ASSIGN(Store * st, ctx.GetStore());
         LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
-        LFS_ASSIGN(auto log, st->Log(id, *limit));
-        if (*as_json) {
+        std::vector<CommitInfo> log;
+        if (*graph) {
+          LFS_ASSIGN(log, st->LogAll(id, *limit));
+        } else {
+          LFS_ASSIGN(log, st->Log(id, *limit));
+        }
+        if (*graph && !*as_json) {
+          PrintGraph(ctx, log);
+        } else if (*as_json) {
           json arr = json::array();
           for (const auto& e : log) arr.push_back(CommitJson(e));
           ctx.Printf("%s\n", arr.dump(2).c_str());
@@ -112,6 +166,13 @@ void AddHistoryVerbs(CLI::App& app, Context& ctx) {
           return Status::Ok();
         }
         ctx.Printf("commit %s\n", c.id.Hex().c_str());
+        if (c.parents.size() > 1) {
+          // A merge: the paths are those it changed against its first parent, as `git show
+          // --first-parent` lists them.
+          std::string m = "merge ";
+          for (const auto& p : c.parents) m += " " + p.Hex().substr(0, 12);
+          ctx.Printf("%s\n", m.c_str());
+        }
         for (const auto& p : c.parents) ctx.Printf("parent %s\n", p.Hex().c_str());
         ctx.Printf("tree   %s\ndate   %s\nfiles  %lu, %lu bytes\n\n    %s\n\n", c.root.Hex().c_str(),
                     FormatTime(c.time_sec).c_str(), c.files, c.logical_bytes, c.message.c_str());
@@ -126,15 +187,30 @@ void AddHistoryVerbs(CLI::App& app, Context& ctx) {
     auto b = std::make_shared<std::string>();
     auto stat = std::make_shared<bool>(false);
     auto as_json = std::make_shared<bool>(false);
-    c->add_option("A", *a, "Old commit")->required();
-    c->add_option("B", *b, "New commit")->required();
+    c->add_option("A", *a, "Old commit, or A...B: from the merge base of A and B to B")->required();
+    c->add_option("B", *b, "New commit");
     c->add_flag("--stat", *stat, "Sizes and a summary");
     c->add_flag("--json", *as_json, "Print a JSON array");
     c->callback([&ctx, a, b, stat, as_json] {
       ctx.run = [&ctx, a, b, stat, as_json]() -> Status {
         LFS_ASSIGN(Store * st, ctx.GetStore());
-        LFS_ASSIGN(ObjectId ia, st->Resolve(*a));
-        LFS_ASSIGN(ObjectId ib, st->Resolve(*b));
+        std::string from = *a, to = *b;
+        const auto dots = from.find("...");
+        if (dots != std::string::npos) {
+          if (!to.empty()) return Status::Invalid("diff takes A B or A...B");
+          to = from.substr(dots + 3);
+          from = from.substr(0, dots);
+          if (from.empty() || to.empty()) return Status::Invalid(fmt::format("'{}' is not A...B", *a));
+        } else if (to.empty()) {
+          return Status::Invalid("diff takes A B or A...B");
+        }
+        LFS_ASSIGN(ObjectId ia, st->Resolve(from));
+        LFS_ASSIGN(ObjectId ib, st->Resolve(to));
+        if (dots != std::string::npos) {
+          LFS_ASSIGN(auto bases, merge::MergeBases(*st, {ia}, {ib}));
+          if (bases.empty()) return Status::NotFound(fmt::format("{} and {} have no common ancestor", from, to));
+          ia = bases[0];
+        }
         LFS_ASSIGN(auto d, st->Diff(ia, ib));
         PrintDiff(ctx, d, *stat, *as_json);
         return Status::Ok();
