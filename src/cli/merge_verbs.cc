@@ -150,9 +150,9 @@ Status RunMerge(Context& ctx, const MergeArgs& a) {
       ctx.Printf("\n");
     }
   if (out.stopped)
-    return Status::Errorf(EAGAIN, "merge stopped on {} conflict(s): resolve them in {}, then `layerfs merge --continue` (or --abort)",
+    return Status::Errorf(kConflict, "merge stopped on {} conflict(s): resolve them in {}, then `layerfs merge --continue` (or --abort)",
                           out.conflicts.size(), mp);
-  return Status::Errorf(EAGAIN, "merge of {} into {} has {} conflict(s); nothing was changed", a.source, branch,
+  return Status::Errorf(kConflict, "merge of {} into {} has {} conflict(s); nothing was changed", a.source, branch,
                         out.conflicts.size());
 }
 

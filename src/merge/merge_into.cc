@@ -164,7 +164,7 @@ Result<MergeOutcome> MergeInto(Store& store, const MergeIntoOptions& opts) {
     return out;
   }
   if (opts.ff == FastForward::kOnly)
-    return Status::Errorf(EINVAL, "{} cannot be fast-forwarded to {}: the histories diverged", opts.branch,
+    return Status::Errorf(kNotFastForward, "{} cannot be fast-forwarded to {}: the histories diverged", opts.branch,
                           opts.source_label);
   TreeMergeResult tree;
   if (opts.strategy == Strategy::kThreeWay) {
