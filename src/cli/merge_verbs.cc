@@ -60,13 +60,14 @@ Status SyncMountAt(const std::string& mp) {
 }
 
 struct MergeArgs {
+  std::string op = "merge";  // or cherry-pick, revert
   std::string source, into, message, strategy, favor;
   bool ff_only = false, no_ff = false, cont = false, abort = false, as_json = false;
 };
 
 Status RunMerge(Context& ctx, const MergeArgs& a) {
   if (a.cont + a.abort + !a.source.empty() != 1)
-    return Status::Invalid("merge takes SOURCE, or --continue, or --abort");
+    return Status::Invalid(fmt::format("{} takes {}, or --continue, or --abort", a.op, a.op == "merge" ? "SOURCE" : "COMMIT"));
   if (a.ff_only && a.no_ff) return Status::Invalid("--ff-only and --no-ff exclude each other");
   LFS_ASSIGN(Store * st, ctx.GetStore());
   std::string mp;
@@ -98,10 +99,29 @@ Status RunMerge(Context& ctx, const MergeArgs& a) {
     if (a.abort) {
       LFS_TRY(merge::AbortMerge(*st, *ws));
       if (a.as_json) ctx.Printf("%s\n", json({{"aborted", true}, {"branch", branch}}).dump(2).c_str());
-      else ctx.Printf("merge into %s aborted\n", branch.c_str());
+      else ctx.Printf("%s into %s aborted\n", a.op.c_str(), branch.c_str());
       return Status::Ok();
     }
     LFS_ASSIGN(out, merge::ContinueMerge(*st, *ws, a.message));
+  } else if (a.op != "merge") {
+    merge::PickOptions o;
+    LFS_ASSIGN(o.commit, st->Resolve(a.source));
+    o.label = a.source;
+    o.branch = branch;
+    o.revert = a.op == "revert";
+    if (a.favor == "ours") o.favor = merge::Favor::kOurs;
+    else if (a.favor == "theirs") o.favor = merge::Favor::kTheirs;
+    else if (!a.favor.empty()) return Status::Invalid(fmt::format("unknown -X option '{}' (ours, theirs)", a.favor));
+    bool live = !mp.empty();
+    if (!live) {
+      LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
+      LFS_ASSIGN(auto changes, ws->Changes());
+      live = merging.has_value() || !changes.empty();
+    }
+    o.ws = live ? ws.get() : nullptr;
+    o.keep_conflicts = !mp.empty();
+    LFS_ASSIGN(out, merge::Pick(*st, o));
+    if (!live && out.commit) LFS_TRY(ws->Reset(std::nullopt));
   } else {
     merge::MergeIntoOptions o;
     LFS_ASSIGN(o.source, st->Resolve(a.source));
@@ -140,7 +160,8 @@ Status RunMerge(Context& ctx, const MergeArgs& a) {
   } else if (out.up_to_date) {
     ctx.Printf("already up to date\n");
   } else if (out.commit) {
-    ctx.Printf("%s %s\n", out.fast_forward ? "fast-forward" : "merged", out.commit->Hex().c_str());
+    ctx.Printf("%s %s\n", out.fast_forward ? "fast-forward" : a.op == "merge" ? "merged" : "committed",
+               out.commit->Hex().c_str());
   }
   if (out.conflicts.empty()) return Status::Ok();
   if (!a.as_json)
@@ -150,15 +171,30 @@ Status RunMerge(Context& ctx, const MergeArgs& a) {
       ctx.Printf("\n");
     }
   if (out.stopped)
-    return Status::Errorf(kConflict, "merge stopped on {} conflict(s): resolve them in {}, then `layerfs merge --continue` (or --abort)",
-                          out.conflicts.size(), mp);
-  return Status::Errorf(kConflict, "merge of {} into {} has {} conflict(s); nothing was changed", a.source, branch,
+    return Status::Errorf(kConflict, "{} stopped on {} conflict(s): resolve them in {}, then `layerfs {} --continue` (or --abort)",
+                          a.op, out.conflicts.size(), mp, a.op);
+  return Status::Errorf(kConflict, "{} of {} into {} has {} conflict(s); nothing was changed", a.op, a.source, branch,
                         out.conflicts.size());
 }
 
 }  // namespace
 
+void AddPickVerb(CLI::App& app, Context& ctx, const char* name, const char* help) {
+  auto* c = app.add_subcommand(name, help);
+  auto a = std::make_shared<MergeArgs>();
+  a->op = name;
+  c->add_option("COMMIT", a->source, "The Commit (any REF)");
+  c->add_option("--into", a->into, "Branch or mountpoint (default: the mount holding the working directory)");
+  c->add_option("-X,--strategy-option", a->favor, "ours or theirs: conflicts take that side");
+  c->add_flag("--continue", a->cont, "Commit once the conflicts are resolved");
+  c->add_flag("--abort", a->abort, "Put the Workspace back as it was");
+  c->add_flag("--json", a->as_json, "Print one JSON object");
+  c->callback([&ctx, a] { ctx.run = [&ctx, a]() { return RunMerge(ctx, *a); }; });
+}
+
 void AddMergeVerbs(CLI::App& app, Context& ctx) {
+  AddPickVerb(app, ctx, "cherry-pick", "Apply the change a Commit made onto a branch, as a new Commit");
+  AddPickVerb(app, ctx, "revert", "Undo the change a Commit made, as a new Commit on a branch");
   auto* c = app.add_subcommand("merge", "Merge SOURCE into a branch (a mount's live Workspace, or the Store)");
   auto a = std::make_shared<MergeArgs>();
   c->add_option("SOURCE", a->source, "Branch, commit, prefix, REF~N or REF^N to merge in");

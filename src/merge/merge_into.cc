@@ -44,7 +44,8 @@ std::string Short(const ObjectId& id) { return id.Hex().substr(0, 12); }
 // FORMAT (docs/format.md, "Merge record"): u8 version (1), 16-byte pending Commit, 16-byte ours,
 // 16-byte theirs, bytes source label, bytes message, varint bases, ids, varint conflicts, then
 // per conflict: bytes path, u8 kind, three sides (base, ours, theirs: u8 present, then u8 type,
-// varint mode, varint size, 16-byte id, bytes target), varint sides, bytes side paths.
+// varint mode, varint size, 16-byte id, bytes target), varint sides, bytes side paths; then, for
+// a cherry-pick or revert only, u8 operation (MergeOp).
 std::string EncodeMergeState(const MergeState& m) {
   std::string s;
   base::PutU8(&s, 1);
@@ -65,6 +66,7 @@ std::string EncodeMergeState(const MergeState& m) {
     base::PutVarint(&s, c.sides.size());
     for (const auto& p : c.sides) base::PutBytes(&s, p);
   }
+  if (m.op != MergeOp::kMerge) base::PutU8(&s, static_cast<uint8_t>(m.op));
   return s;
 }
 
@@ -106,6 +108,11 @@ Result<MergeState> DecodeMergeState(std::string_view rec) {
     }
     m.conflicts.push_back(std::move(c));
   }
+  if (!r.AtEnd()) {
+    uint8_t op;
+    if (!r.U8(&op) || op > 2) return bad();
+    m.op = static_cast<MergeOp>(op);
+  }
   return m;
 }
 
@@ -116,21 +123,70 @@ Result<std::optional<MergeState>> ReadMergeState(workspace::Workspace& ws) {
   return std::optional<MergeState>(std::move(m));
 }
 
-Result<MergeOutcome> MergeInto(Store& store, const MergeIntoOptions& opts) {
-  MergeOutcome out;
-  LFS_ASSIGN(auto head, store.BranchHead(opts.branch));
-  if (!head) return Status::NotFound(fmt::format("no branch '{}'", opts.branch));
-  out.ours = *head;
-  out.theirs = opts.source;
-  if (opts.ws) {
-    LFS_ASSIGN(auto state, ReadMergeState(*opts.ws));
+namespace {
+
+// Where a merge's result lands: a branch, through its live Workspace when there is one.
+struct Landing {
+  Store& store;
+  const std::string& branch;
+  workspace::Workspace* ws;
+  ObjectId ours, ours_root;
+  objects::Txn* txn;
+
+  // Moves the branch to `to` (a staged or existing Commit whose tree is `root`), through the
+  // Workspace when there is one, in one batch with the staged objects.
+  Status Publish(const ObjectId& to, const ObjectId& root) const {
+    if (!ws) return store.UpdateBranch(branch, ours, to, nullptr, txn);
+    workspace::ApplyRequest req;
+    LFS_ASSIGN(req.diff, store.DiffTrees(ours_root, root, txn));
+    req.expected_base = ours;
+    req.new_base = to;
+    req.publish = [&](kv::Batch* b) { return store.UpdateBranch(branch, ours, to, b, txn); };
+    return ws->Apply(req);
+  }
+
+  // Stopped on conflicts: the merged tree with its conflict files becomes the Workspace's
+  // uncommitted state, and the pending Commit (on no branch) keeps its objects alive until the
+  // merge ends.
+  Status Stop(const ObjectId& root, const MergeState& state) const {
+    workspace::ApplyRequest req;
+    LFS_ASSIGN(req.diff, store.DiffTrees(ours_root, root, txn));
+    req.expected_base = ours;
+    req.merge_record = EncodeMergeState(state);
+    req.publish = [&](kv::Batch* b) {
+      kv::Batch all;
+      store.objects().TakeBatch(&all, txn);
+      for (const auto& e : b->entries()) all.Add(e);
+      Status s = store.kv().Write(all, true);
+      if (!s.ok()) store.objects().ClearCache();
+      return s;
+    };
+    return ws->Apply(req);
+  }
+};
+
+// The branch head, checked against its Workspace (no merge in progress, at the head).
+Result<ObjectId> StartOn(Store& store, const std::string& branch, workspace::Workspace* ws) {
+  LFS_ASSIGN(auto head, store.BranchHead(branch));
+  if (!head) return Status::NotFound(fmt::format("no branch '{}'", branch));
+  if (ws) {
+    LFS_ASSIGN(auto state, ReadMergeState(*ws));
     if (state)
       return Status::Errorf(EBUSY, "a merge of {} into {} is in progress: finish it with --continue or --abort",
-                            state->source_label, opts.branch);
-    if (opts.ws->base_commit() != *head)
-      return Status::Errorf(EAGAIN, "the workspace of {} is based on {}, not on the branch head {}", opts.branch,
-                            Short(opts.ws->base_commit()), Short(*head));
+                            state->source_label, branch);
+    if (ws->base_commit() != *head)
+      return Status::Errorf(EAGAIN, "the workspace of {} is based on {}, not on the branch head {}", branch,
+                            Short(ws->base_commit()), Short(*head));
   }
+  return *head;
+}
+
+}  // namespace
+
+Result<MergeOutcome> MergeInto(Store& store, const MergeIntoOptions& opts) {
+  MergeOutcome out;
+  LFS_ASSIGN(out.ours, StartOn(store, opts.branch, opts.ws));
+  out.theirs = opts.source;
   const std::string message =
       opts.message.empty() ? fmt::format("merge {} into {}", opts.source_label, opts.branch) : opts.message;
   // Already contained: nothing to do.
@@ -145,21 +201,11 @@ Result<MergeOutcome> MergeInto(Store& store, const MergeIntoOptions& opts) {
   LFS_ASSIGN(auto ours_c, store.GetCommit(out.ours));
   LFS_ASSIGN(auto theirs_c, store.GetCommit(out.theirs));
   objects::Txn txn;
-  // Moves the branch to `to` (a staged or existing Commit whose tree is `root`), through the
-  // Workspace when there is one, in one batch with `txn`.
-  auto publish = [&](const ObjectId& to, const ObjectId& root) -> Status {
-    if (!opts.ws) return store.UpdateBranch(opts.branch, out.ours, to, nullptr, &txn);
-    workspace::ApplyRequest req;
-    LFS_ASSIGN(req.diff, store.DiffTrees(ours_c.root, root, &txn));
-    req.expected_base = out.ours;
-    req.new_base = to;
-    req.publish = [&](kv::Batch* b) { return store.UpdateBranch(opts.branch, out.ours, to, b, &txn); };
-    return opts.ws->Apply(req);
-  };
+  const Landing land{store, opts.branch, opts.ws, out.ours, ours_c.root, &txn};
   if (ff_possible && opts.ff != FastForward::kNever && opts.strategy != Strategy::kOurs) {
     out.fast_forward = true;
     out.bases = {out.ours};
-    LFS_TRY(publish(out.theirs, theirs_c.root));
+    LFS_TRY(land.Publish(out.theirs, theirs_c.root));
     out.commit = out.theirs;
     return out;
   }
@@ -186,13 +232,11 @@ Result<MergeOutcome> MergeInto(Store& store, const MergeIntoOptions& opts) {
   LFS_ASSIGN(ObjectId commit, store.StageCommit(tree.root, {out.ours, out.theirs}, message, tree.bytes,
                                                 tree.entries, &txn));
   if (out.conflicts.empty()) {
-    LFS_TRY(publish(commit, tree.root));
+    LFS_TRY(land.Publish(commit, tree.root));
     out.commit = commit;
     return out;
   }
   if (!opts.ws || !opts.keep_conflicts) return out;  // reported; nothing changed
-  // Stopped: the merged tree with its conflict files becomes the Workspace's uncommitted state,
-  // and the pending Commit (not on any branch) keeps its objects alive until the merge ends.
   MergeState state;
   state.pending = commit;
   state.ours = out.ours;
@@ -201,19 +245,60 @@ Result<MergeOutcome> MergeInto(Store& store, const MergeIntoOptions& opts) {
   state.message = message;
   state.bases = out.bases;
   state.conflicts = out.conflicts;
-  workspace::ApplyRequest req;
-  LFS_ASSIGN(req.diff, store.DiffTrees(ours_c.root, tree.root, &txn));
-  req.expected_base = out.ours;
-  req.merge_record = EncodeMergeState(state);
-  req.publish = [&](kv::Batch* b) {
-    kv::Batch all;
-    store.objects().TakeBatch(&all, &txn);
-    for (const auto& e : b->entries()) all.Add(e);
-    Status s = store.kv().Write(all, true);
-    if (!s.ok()) store.objects().ClearCache();
-    return s;
-  };
-  LFS_TRY(opts.ws->Apply(req));
+  LFS_TRY(land.Stop(tree.root, state));
+  out.stopped = true;
+  return out;
+}
+
+Result<MergeOutcome> Pick(Store& store, const PickOptions& opts) {
+  MergeOutcome out;
+  LFS_ASSIGN(out.ours, StartOn(store, opts.branch, opts.ws));
+  out.theirs = opts.commit;
+  LFS_ASSIGN(auto c, store.GetCommit(opts.commit));
+  if (c.parents.size() > 1)
+    return Status::Invalid(fmt::format("{} is a merge Commit; {} of a merge is not supported", opts.label,
+                                       opts.revert ? "revert" : "cherry-pick"));
+  objects::Txn txn;
+  ObjectId parent_root;
+  if (c.parents.empty()) {
+    LFS_ASSIGN(parent_root, EmptyTree(store, &txn));
+  } else {
+    LFS_ASSIGN(auto p, store.GetCommit(c.parents[0]));
+    parent_root = p.root;
+    out.bases = {c.parents[0]};
+  }
+  LFS_ASSIGN(auto ours_c, store.GetCommit(out.ours));
+  TreeMergeOptions to;
+  to.favor = opts.favor;
+  to.our_label = opts.branch;
+  to.their_label = opts.label;
+  const ObjectId& base = opts.revert ? c.root : parent_root;
+  const ObjectId& theirs = opts.revert ? parent_root : c.root;
+  LFS_ASSIGN(auto tree, MergeTrees(store, base, ours_c.root, theirs, to, &txn));
+  if (tree.conflicts.empty() && tree.root == ours_c.root)
+    return Status::Invalid(fmt::format("{} of {} changes nothing on {}", opts.revert ? "revert" : "cherry-pick",
+                                       opts.label, opts.branch));
+  const std::string message = opts.revert ? fmt::format("revert \"{}\"\n\nThis reverts {}.", c.message, c.id.Hex())
+                                          : c.message;
+  out.conflicts = tree.conflicts;
+  LFS_ASSIGN(ObjectId commit, store.StageCommit(tree.root, {out.ours}, message, tree.bytes, tree.entries, &txn));
+  const Landing land{store, opts.branch, opts.ws, out.ours, ours_c.root, &txn};
+  if (out.conflicts.empty()) {
+    LFS_TRY(land.Publish(commit, tree.root));
+    out.commit = commit;
+    return out;
+  }
+  if (!opts.ws || !opts.keep_conflicts) return out;
+  MergeState state;
+  state.op = opts.revert ? MergeOp::kRevert : MergeOp::kCherryPick;
+  state.pending = commit;
+  state.ours = out.ours;
+  state.theirs = out.theirs;
+  state.source_label = opts.label;
+  state.message = message;
+  state.bases = out.bases;
+  state.conflicts = out.conflicts;
+  LFS_TRY(land.Stop(tree.root, state));
   out.stopped = true;
   return out;
 }
@@ -262,7 +347,9 @@ Result<MergeOutcome> ContinueMerge(Store& store, workspace::Workspace& ws, const
   out.ours = state->ours;
   out.theirs = state->theirs;
   out.bases = state->bases;
-  LFS_ASSIGN(ObjectId id, ws.Commit(message.empty() ? state->message : message, {state->theirs}));
+  std::vector<ObjectId> more;
+  if (state->op == MergeOp::kMerge) more.push_back(state->theirs);
+  LFS_ASSIGN(ObjectId id, ws.Commit(message.empty() ? state->message : message, more, /*end_merge=*/true));
   out.commit = id;
   return out;
 }

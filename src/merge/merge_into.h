@@ -51,8 +51,27 @@ struct MergeOutcome {
 
 Result<MergeOutcome> MergeInto(Store& store, const MergeIntoOptions& opts);
 
+// Cherry-pick: the change `commit` made (against its parent) applied onto the branch as a new
+// Commit with one parent and `commit`'s message; revert: the inverse change. Both are tree merges
+// (base: the parent, theirs: the commit; reversed for a revert) brought onto the branch as
+// MergeInto does, stopping on conflicts the same way. A merge Commit is refused.
+struct PickOptions {
+  ObjectId commit;
+  std::string label;   // how the user named it
+  std::string branch;
+  bool revert = false;
+  Favor favor = Favor::kNone;
+  workspace::Workspace* ws = nullptr;
+  bool keep_conflicts = false;
+};
+Result<MergeOutcome> Pick(Store& store, const PickOptions& opts);
+
+// FORMAT: the operation a merge record belongs to; never renumber.
+enum class MergeOp : uint8_t { kMerge = 0, kCherryPick = 1, kRevert = 2 };
+
 // The merge a Workspace is in the middle of (stopped on conflicts).
 struct MergeState {
+  MergeOp op = MergeOp::kMerge;
   ObjectId pending;  // a Commit (root: the merged tree with conflict files; parents: ours, theirs)
   ObjectId ours, theirs;
   std::string source_label, message;

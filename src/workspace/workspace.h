@@ -159,8 +159,9 @@ class Workspace {
 
   // Makes a Commit of everything written so far and returns its id. Writers may go on; each
   // write lands in this Commit or the next. `more_parents` (concluding a merge) follow the base
-  // as parents, and the merge record is deleted in the same batch.
-  Result<ObjectId> Commit(const std::string& message, const std::vector<ObjectId>& more_parents = {});
+  // as parents; with them or `end_merge` the merge record is deleted in the same batch.
+  Result<ObjectId> Commit(const std::string& message, const std::vector<ObjectId>& more_parents = {},
+                          bool end_merge = false);
   // Applies a merge's changes in place (ApplyRequest); tells the sink what changed.
   Status Apply(const ApplyRequest& req);
   // The merge record kept with the Workspace (a merge stopped on conflicts), if any.
@@ -187,7 +188,7 @@ class Workspace {
 
  private:
   explicit Workspace(std::unique_ptr<Impl> impl, WorkspaceOptions opts);
-  Result<ObjectId> CommitLocked(const std::string& message, const std::vector<ObjectId>& more_parents);
+  Result<ObjectId> CommitLocked(const std::string& message, const std::vector<ObjectId>& more_parents, bool end_merge);
   std::unique_ptr<Impl> impl_;
   WorkspaceOptions opts_;
 };

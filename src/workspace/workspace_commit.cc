@@ -213,10 +213,11 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
   return out;
 }
 
-Result<ObjectId> Workspace::Commit(const std::string& message, const std::vector<ObjectId>& more_parents) {
+Result<ObjectId> Workspace::Commit(const std::string& message, const std::vector<ObjectId>& more_parents,
+                                   bool end_merge) {
   if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
-  Result<ObjectId> r = CommitLocked(message, more_parents);
+  Result<ObjectId> r = CommitLocked(message, more_parents, end_merge);
   // Blocks this commit folded into history are gone from the data log's records (DeleteBlocks
   // asked for a collection).
   if (r.ok() && im->log_.collect_wanted()) {
@@ -226,7 +227,8 @@ Result<ObjectId> Workspace::Commit(const std::string& message, const std::vector
   return r;
 }
 
-Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::vector<ObjectId>& more_parents) {
+Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::vector<ObjectId>& more_parents,
+                                         bool end_merge) {
   auto* im = impl_.get();
   std::lock_guard cl(im->commit_mu_);
   std::shared_ptr<const kv::Snapshot> snap;
@@ -286,7 +288,7 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::
     if (built.new_origins.count(ino)) continue;
     if (mark_now(ino) == gen) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
   }
-  if (!more_parents.empty()) extra.Delete(kv::Cf::kWorkspace, im->keys_.Merge());
+  if (!more_parents.empty() || end_merge) extra.Delete(kv::Cf::kWorkspace, im->keys_.Merge());
   LFS_ASSIGN(ObjectId id, im->store_.CommitTree(opts_.branch, built.root, base, message, built.bytes,
                                                 built.entries, &extra, &txn, more_parents));
   im->base_ = id;

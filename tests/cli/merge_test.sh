@@ -113,5 +113,26 @@ expect_fail merge nf2 --into nf --ff-only --continue
 expect_fail merge --continue --into main
 expect_fail merge nosuchref --into main
 expect_fail merge feat --into main -X sideways
+# cherry-pick: the change of one Commit onto another branch, one parent, its message.
+rm -rf "$WORK/p" && lfs export "$base" "$WORK/p" && lfs fork pick "$base" >/dev/null
+printf '1\n2\n3\n4\n5\nsix\n' >"$WORK/p/t.txt" && printf 'picked\n' >"$WORK/p/p.txt"
+lfs fork src "$base" >/dev/null
+pc=$(lfs import -b src -m "add six and p" "$WORK/p")
+printf 'ONE\n2\n3\n4\n5\n' >"$WORK/p/t.txt" && rm "$WORK/p/p.txt"
+rm -rf "$WORK/q" && lfs export "$base" "$WORK/q" && printf 'ONE\n2\n3\n4\n5\n' >"$WORK/q/t.txt"
+lfs import -b pick -m "pick base" "$WORK/q" >/dev/null
+lfs cherry-pick "$pc" --into pick --json >"$WORK/pick.json" || fail "cherry-pick failed"
+lfs log -n1 --json pick | python3 -c '
+import json, sys
+c = json.load(sys.stdin)[0]
+assert c["message"] == "add six and p" and len(c["parents"]) == 1, c'
+[ "$(lfs cat pick:t.txt)" = "$(printf 'ONE\n2\n3\n4\n5\nsix')" ] || fail "cherry-pick content: $(lfs cat pick:t.txt)"
+[ "$(lfs cat pick:p.txt)" = picked ] || fail "cherry-pick added file"
+# revert: the inverse change, on top.
+lfs revert pick --into pick >/dev/null || fail "revert failed"
+[ "$(lfs cat pick:t.txt)" = "$(printf 'ONE\n2\n3\n4\n5')" ] || fail "revert content: $(lfs cat pick:t.txt)"
+lfs cat pick:p.txt >/dev/null 2>&1 && fail "revert kept the added file"
+expect_fail revert pick --into pick~2  # not a branch
+expect_fail cherry-pick 'main~3' --into pick  # a merge Commit
 lfs verify >/dev/null || fail "verify after merges"
 echo "merge CLI OK"

@@ -463,3 +463,46 @@ TEST_F(MergeIntoTest, StoreOnlyMergeChangesNothingOnConflict) {
 
 }  // namespace
 }  // namespace layerfs::merge
+
+namespace layerfs::merge {
+namespace {
+
+TEST_F(MergeIntoTest, CherryPickStopsOnConflictsAndContinuesWithOneParent) {
+  Commit("main", Tree({File("t", "1\n2\n3\n")}));
+  ASSERT_TRUE(store_->Fork("feat", "main").ok());
+  const ObjectId pick = Commit("feat", Tree({File("t", "1\n2\nfeat\n"), File("n", "new")}));
+  const ObjectId head = Commit("main", Tree({File("t", "1\n2\nmain\n")}));
+  auto ws = OpenWs("main");
+  PickOptions o;
+  o.commit = pick;
+  o.label = "feat";
+  o.branch = "main";
+  o.ws = ws.get();
+  o.keep_conflicts = true;
+  auto r = Pick(*store_, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->stopped);
+  EXPECT_EQ(Read(*ws, "n"), "new");
+  auto state = ReadMergeState(*ws);
+  ASSERT_TRUE(state.ok() && state->has_value());
+  EXPECT_EQ((*state)->op, MergeOp::kCherryPick);
+  Write(*ws, "t", "1\n2\nboth\n");
+  auto done = ContinueMerge(*store_, *ws, "");
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  auto c = store_->GetCommit(*done->commit);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->parents, std::vector<ObjectId>{head});
+  EXPECT_EQ(c->message, "c");
+  // A revert of the pick on top: t back to main's, n gone.
+  o.commit = *done->commit;
+  o.revert = true;
+  o.label = "HEAD";
+  auto rv = Pick(*store_, o);
+  ASSERT_TRUE(rv.ok()) << rv.status().message();
+  ASSERT_TRUE(rv->commit);
+  EXPECT_EQ(Read(*ws, "t"), "1\n2\nmain\n");
+  EXPECT_EQ(ws->LookupPath("n").status().code(), ENOENT);
+}
+
+}  // namespace
+}  // namespace layerfs::merge
