@@ -419,6 +419,7 @@ TEST_F(MergeIntoTest, ConflictsThenAbortThenContinue) {
   ASSERT_TRUE(changes.ok());
   EXPECT_TRUE(changes->empty());
   // Again, resolved this time.
+  o.ws = ws.get();
   r = MergeInto(*store_, o);
   ASSERT_TRUE(r.ok() && r->stopped);
   Write(*ws, "t", "1\n2\nBOTH\n");
