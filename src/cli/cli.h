@@ -34,6 +34,12 @@ class MountService {
   // Runs fn with the branch's mount (if any) detached, then mounts it again.
   virtual Status WithBranchUnmounted(const std::string& branch, const std::function<Status()>& fn) = 0;
   virtual std::vector<std::pair<std::string, std::string>> List() = 0;  // mountpoint, what
+  struct MountInfo {
+    std::string mountpoint, ref, transport;
+    bool read_only = false;
+    std::vector<std::pair<std::string, uint64_t>> requests;  // FUSE requests served, per operation
+  };
+  virtual std::vector<MountInfo> Describe() = 0;
 };
 
 struct Context {

@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cli.h"
 #include "merge/merge_into.h"
 
@@ -64,8 +66,25 @@ void AddWorkspaceVerbs(CLI::App& app, Context& ctx) {
   }
   {
     auto* c = app.add_subcommand("mounts", "List the mounts of the running daemon");
-    c->callback([&ctx] {
-      ctx.run = [&ctx]() -> Status {
+    auto as_json = std::make_shared<bool>(false);
+    c->add_flag("--json", *as_json,
+                "One JSON object per mount: mountpoint, ref, read_only, transport, and the FUSE "
+                "requests it has served per operation");
+    c->callback([&ctx, as_json] {
+      ctx.run = [&ctx, as_json]() -> Status {
+        if (*as_json) {
+          nlohmann::json all = nlohmann::json::array();
+          if (ctx.mounts) {
+            for (const auto& m : ctx.mounts->Describe()) {
+              nlohmann::json req = nlohmann::json::object();
+              for (const auto& [op, n] : m.requests) req[op] = n;
+              all.push_back({{"mountpoint", m.mountpoint}, {"ref", m.ref}, {"read_only", m.read_only},
+                             {"transport", m.transport}, {"requests", req}});
+            }
+          }
+          ctx.Printf("%s\n", all.dump().c_str());
+          return Status::Ok();
+        }
         if (!ctx.mounts) return Status::Ok();
         for (const auto& [mp, what] : ctx.mounts->List()) ctx.Printf("%s %s\n", mp.c_str(), what.c_str());
         return Status::Ok();

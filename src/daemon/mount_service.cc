@@ -126,6 +126,23 @@ std::vector<std::pair<std::string, std::string>> MountTable::List() {
   return out;
 }
 
+std::vector<cli::MountService::MountInfo> MountTable::Describe() {
+  std::lock_guard l(mu_);
+  std::vector<MountInfo> out;
+  for (const auto& [mp, m] : mounts_) {
+    MountInfo i;
+    i.mountpoint = mp;
+    i.ref = m.branch.empty() ? m.req.ref : m.branch;
+    i.read_only = m.branch.empty();
+    if (m.mount) {
+      i.transport = m.mount->transport();
+      i.requests = m.mount->RequestCounts();
+    }
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
 size_t MountTable::Reap() {
   std::lock_guard l(mu_);
   for (auto it = mounts_.begin(); it != mounts_.end();) {

@@ -324,6 +324,26 @@ bool Mount::serving() const { return st_->serving.load(); }
 
 std::string Mount::transport() const { return st_->uring && st_->uring->active() ? "io_uring" : "/dev/fuse"; }
 
+const char* OpName(Op op) {
+  static constexpr const char* kNames[kOpCount] = {
+      "lookup",    "forget",    "getattr",     "setattr",  "readlink",   "mknod",      "mkdir",
+      "unlink",    "rmdir",     "symlink",     "rename",   "link",       "open",       "read",
+      "write",     "statfs",    "release",     "fsync",    "setxattr",   "getxattr",   "listxattr",
+      "removexattr", "flush",   "opendir",     "readdir",  "releasedir", "fsyncdir",   "create",
+      "fallocate", "readdirplus", "lseek",     "batch_forget"};
+  return kNames[static_cast<size_t>(op)];
+}
+
+std::vector<std::pair<std::string, uint64_t>> Mount::RequestCounts() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  if (!st_->ad) return out;
+  for (size_t i = 0; i < kOpCount; i++) {
+    uint64_t n = st_->ad->requests[i].load(std::memory_order_relaxed);
+    if (n != 0) out.emplace_back(OpName(static_cast<Op>(i)), n);
+  }
+  return out;
+}
+
 size_t Mount::open_handles() const { return st_->ad ? st_->ad->open_handles.load() : 0; }
 
 }  // namespace layerfs::fuse

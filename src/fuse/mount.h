@@ -7,14 +7,28 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "layerfs/status.h"
 
 namespace layerfs::workspace { class Workspace; }
 
 namespace layerfs::fuse {
+
+// The FUSE requests a mount counts (Mount::RequestCounts), in the order OpName names them.
+enum class Op : uint8_t {
+  kLookup, kForget, kGetattr, kSetattr, kReadlink, kMknod, kMkdir, kUnlink, kRmdir, kSymlink,
+  kRename, kLink, kOpen, kRead, kWrite, kStatfs, kRelease, kFsync, kSetxattr, kGetxattr,
+  kListxattr, kRemovexattr, kFlush, kOpendir, kReaddir, kReleasedir, kFsyncdir, kCreate,
+  kFallocate, kReaddirplus, kLseek, kBatchForget, kCount
+};
+constexpr size_t kOpCount = static_cast<size_t>(Op::kCount);
+// The kernel's name of the operation, lower case ("lookup", "getxattr", ...).
+const char* OpName(Op op);
 
 struct MountOptions {
   bool read_only = false;
@@ -46,6 +60,8 @@ class Mount {
   const std::string& mountpoint() const { return mountpoint_; }
   // "io_uring" when requests are served from per-CPU rings, else "/dev/fuse".
   std::string transport() const;
+  // Requests served since the mount started, per operation (OpName), nonzero ones only.
+  std::vector<std::pair<std::string, uint64_t>> RequestCounts() const;
 
  private:
   Mount();

@@ -34,7 +34,7 @@ int Load(Adapter& ad, Ino ino, DirHandle& h) {
 bool IsDot(const std::string& n) { return n == "." || n == ".."; }
 
 int DoOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  Adapter& ad = Ctx(req);
+  Adapter& ad = Ctx(req, Op::kOpendir);
   auto a = ad.ws->GetAttr(ino);
   if (!a.ok()) return Errno(a.status());
   if (!S_ISDIR(a->mode)) return ENOTDIR;
@@ -54,7 +54,7 @@ void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
 }
 
 int DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi, bool plus) {
-  Adapter& ad = Ctx(req);
+  Adapter& ad = Ctx(req, plus ? Op::kReaddirplus : Op::kReaddir);
   DirHandle& h = *HandleOf(fi);
   std::unique_lock lock(h.mu);
   if (off < 0) return EINVAL;
@@ -115,13 +115,13 @@ void Readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fi
 
 void Releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
   delete HandleOf(fi);
-  Ctx(req).open_handles.fetch_sub(1);
+  Ctx(req, Op::kReleasedir).open_handles.fetch_sub(1);
   fuse_reply_err(req, 0);
 }
 
 void Fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) noexcept {
   Run(req, [&] {
-    Status s = Ctx(req).ws->Fsync(ino, datasync != 0);
+    Status s = Ctx(req, Op::kFsyncdir).ws->Fsync(ino, datasync != 0);
     if (!s.ok()) return Errno(s);
     fuse_reply_err(req, 0);
     return 0;

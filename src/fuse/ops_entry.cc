@@ -19,7 +19,7 @@ int NoteDir(Adapter& ad, Ino parent, const workspace::Attr& a) {
 }
 
 int DoLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  Adapter& ad = Ctx(req);
+  Adapter& ad = Ctx(req, Op::kLookup);
   auto a = ad.ws->Lookup(parent, name);
   if (!a.ok() && a.status().code() == ENOENT) {
     // A negative entry the kernel may cache for the entry timeout, as it caches positive ones:
@@ -44,7 +44,7 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
 
 void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) noexcept {
   try {
-    Ctx(req).Forget(ino, nlookup);
+    Ctx(req, Op::kForget).Forget(ino, nlookup);
   } catch (...) {
   }
   fuse_reply_none(req);  // forget has no reply but must release the request
@@ -52,7 +52,7 @@ void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) noexcept {
 
 void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) noexcept {
   try {
-    Adapter& ad = Ctx(req);
+    Adapter& ad = Ctx(req, Op::kBatchForget);
     for (size_t i = 0; i < count; ++i) ad.Forget(forgets[i].ino, forgets[i].nlookup);
   } catch (...) {
   }
@@ -61,7 +61,7 @@ void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) noexce
 
 void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) noexcept {
   Run(req, [&] {
-    auto a = Ctx(req).ws->GetAttr(ino);
+    auto a = Ctx(req, Op::kGetattr).ws->GetAttr(ino);
     if (!a.ok()) return Errno(a.status());
     return ReplyAttr(req, *a);
   });
@@ -84,7 +84,7 @@ int DoSetAttr(fuse_req_t req, fuse_ino_t ino, const struct stat* attr, int to_se
     else if (to_set & FUSE_SET_ATTR_MTIME) ch.mtime = attr->st_mtim;
   }
   // FUSE_SET_ATTR_CTIME (writeback cache only) is the Workspace's to maintain.
-  auto a = Ctx(req).ws->SetAttr(ino, ch);
+  auto a = Ctx(req, Op::kSetattr).ws->SetAttr(ino, ch);
   if (!a.ok()) return Errno(a.status());
   return ReplyAttr(req, *a);
 }
@@ -95,7 +95,7 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
 
 void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) noexcept {
   Run(req, [&] {
-    Adapter& ad = Ctx(req);
+    Adapter& ad = Ctx(req, Op::kMknod);
     auto a = ad.ws->Mknod(parent, name, Masked(req, mode), rdev, CallerOf(req));
     if (!a.ok()) return Errno(a.status());
     return ReplyEntry(ad, req, *a);
@@ -104,7 +104,7 @@ void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev
 
 void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) noexcept {
   Run(req, [&] {
-    Adapter& ad = Ctx(req);
+    Adapter& ad = Ctx(req, Op::kMkdir);
     auto a = ad.ws->Mkdir(parent, name, Masked(req, mode) & 07777, CallerOf(req));
     if (!a.ok()) return Errno(a.status());
     NoteDir(ad, parent, *a);
@@ -114,7 +114,7 @@ void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) noe
 
 void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) noexcept {
   Run(req, [&] {
-    Adapter& ad = Ctx(req);
+    Adapter& ad = Ctx(req, Op::kSymlink);
     auto a = ad.ws->Symlink(parent, name, link, CallerOf(req));
     if (!a.ok()) return Errno(a.status());
     return ReplyEntry(ad, req, *a);
@@ -123,7 +123,7 @@ void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* na
 
 void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) noexcept {
   Run(req, [&] {
-    Adapter& ad = Ctx(req);
+    Adapter& ad = Ctx(req, Op::kLink);
     auto a = ad.ws->Link(ino, newparent, newname);
     if (!a.ok()) return Errno(a.status());
     return ReplyEntry(ad, req, *a);
@@ -132,7 +132,7 @@ void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newn
 
 void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
   Run(req, [&] {
-    Status s = Ctx(req).ws->Unlink(parent, name);
+    Status s = Ctx(req, Op::kUnlink).ws->Unlink(parent, name);
     if (!s.ok()) return Errno(s);
     fuse_reply_err(req, 0);
     return 0;
@@ -141,7 +141,7 @@ void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
 
 void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
   Run(req, [&] {
-    Status s = Ctx(req).ws->Rmdir(parent, name);
+    Status s = Ctx(req, Op::kRmdir).ws->Rmdir(parent, name);
     if (!s.ok()) return Errno(s);
     fuse_reply_err(req, 0);
     return 0;
@@ -150,7 +150,7 @@ void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
 
 int DoRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent, const char* newname,
              unsigned flags) {
-  Adapter& ad = Ctx(req);
+  Adapter& ad = Ctx(req, Op::kRename);
   Status s = ad.ws->Rename(parent, name, newparent, newname, flags);
   if (!s.ok()) return Errno(s);
   if (parent != newparent) {  // keep ".." of moved directories right
@@ -170,7 +170,7 @@ void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newp
 
 void Readlink(fuse_req_t req, fuse_ino_t ino) noexcept {
   Run(req, [&] {
-    auto t = Ctx(req).ws->Readlink(ino);
+    auto t = Ctx(req, Op::kReadlink).ws->Readlink(ino);
     if (!t.ok()) return Errno(t.status());
     fuse_reply_readlink(req, t->c_str());
     return 0;

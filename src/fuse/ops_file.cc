@@ -38,7 +38,7 @@ void SetOpenFlags(fuse_file_info* fi) {
 }
 
 int DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  Adapter& ad = Ctx(req);
+  Adapter& ad = Ctx(req, Op::kOpen);
   auto a = ad.ws->GetAttr(ino);
   if (!a.ok()) return Errno(a.status());
   if (S_ISDIR(a->mode)) return EISDIR;
@@ -54,7 +54,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
 }
 
 int DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
-  Adapter& ad = Ctx(req);
+  Adapter& ad = Ctx(req, Op::kCreate);
   const uint32_t perm = mode & 07777 & ~fuse_req_ctx(req)->umask;
   auto a = ad.ws->Mknod(parent, name, S_IFREG | perm, 0, CallerOf(req));
   if (!a.ok() && a.status().code() == EEXIST && !(fi->flags & O_EXCL)) {
@@ -79,7 +79,7 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) noexcept {
   Run(req, [&] {
     if (off < 0) return EINVAL;
-    auto r = Ctx(req).ws->ReadPieces(ino, static_cast<uint64_t>(off), size);
+    auto r = Ctx(req, Op::kRead).ws->ReadPieces(ino, static_cast<uint64_t>(off), size);
     if (!r.ok()) return Errno(r.status());
     if (r->pieces.empty()) {
       fuse_reply_buf(req, nullptr, 0);
@@ -138,7 +138,7 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
 
 int DoWrite(fuse_req_t req, fuse_ino_t ino, std::string_view data, off_t off) {
   if (off < 0) return EINVAL;
-  auto n = Ctx(req).ws->Write(ino, static_cast<uint64_t>(off), data);
+  auto n = Ctx(req, Op::kWrite).ws->Write(ino, static_cast<uint64_t>(off), data);
   if (!n.ok()) return Errno(n.status());
   fuse_reply_write(req, *n);
   return 0;
@@ -168,17 +168,18 @@ void WriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off, fuse_f
 }
 
 void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) noexcept {
+  Ctx(req, Op::kFlush);
   fuse_reply_err(req, 0);  // writes are already in the Workspace
 }
 
 void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) noexcept {
-  Ctx(req).open_handles.fetch_sub(1);
+  Ctx(req, Op::kRelease).open_handles.fetch_sub(1);
   fuse_reply_err(req, 0);
 }
 
 void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) noexcept {
   Run(req, [&] {
-    Status s = Ctx(req).ws->Fsync(ino, datasync != 0);
+    Status s = Ctx(req, Op::kFsync).ws->Fsync(ino, datasync != 0);
     if (!s.ok()) return Errno(s);
     fuse_reply_err(req, 0);
     return 0;
@@ -188,7 +189,7 @@ void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) noexce
 void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, fuse_file_info*) noexcept {
   Run(req, [&] {
     if (off < 0 || len <= 0) return EINVAL;
-    Status s = Ctx(req).ws->Fallocate(ino, mode, static_cast<uint64_t>(off), static_cast<uint64_t>(len));
+    Status s = Ctx(req, Op::kFallocate).ws->Fallocate(ino, mode, static_cast<uint64_t>(off), static_cast<uint64_t>(len));
     if (!s.ok()) return Errno(s);
     fuse_reply_err(req, 0);
     return 0;
@@ -198,7 +199,7 @@ void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, f
 // The kernel resolves SEEK_SET, SEEK_CUR and SEEK_END itself and sends only SEEK_DATA and
 // SEEK_HOLE; the others are answered as the kernel would, in case one arrives.
 int DoLseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence) {
-  Adapter& ad = Ctx(req);
+  Adapter& ad = Ctx(req, Op::kLseek);
   if (off < 0 && whence != SEEK_END) return EINVAL;
   switch (whence) {
     case SEEK_DATA:

@@ -10,6 +10,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -41,6 +42,9 @@ struct Adapter {
   workspace::Workspace* ws;
   MountOptions opts;
   std::atomic<size_t> open_handles{0};
+  // Requests served, per operation (Mount::RequestCounts): one relaxed increment per request.
+  std::array<std::atomic<uint64_t>, kOpCount> requests{};
+  void Count(Op op) { requests[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed); }
   UringTransport* uring = nullptr;  // set when the mount may serve over io_uring
 
   // Lookup counts: every entry the kernel is told about counts one; forget subtracts. At zero
@@ -66,6 +70,12 @@ struct Adapter {
   bool init_signalled_ = false, init_ok_ = false;
 };
 
+// Counts the request as `op` and returns the mount's adapter.
+inline Adapter& Ctx(fuse_req_t req, Op op) {
+  Adapter& ad = *static_cast<Adapter*>(fuse_req_userdata(req));
+  ad.Count(op);
+  return ad;
+}
 inline Adapter& Ctx(fuse_req_t req) { return *static_cast<Adapter*>(fuse_req_userdata(req)); }
 
 // The errno of a failed Status (EIO if it carries none).

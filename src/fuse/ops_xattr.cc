@@ -22,7 +22,7 @@ int ReplySized(fuse_req_t req, const std::string& value, size_t size) {
 void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
               int flags) noexcept {
   Run(req, [&] {
-    Status s = Ctx(req).ws->SetXattr(ino, name, std::string_view(value, size), flags);
+    Status s = Ctx(req, Op::kSetxattr).ws->SetXattr(ino, name, std::string_view(value, size), flags);
     if (!s.ok()) return Errno(s);
     fuse_reply_err(req, 0);
     return 0;
@@ -31,7 +31,7 @@ void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* valu
 
 void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) noexcept {
   Run(req, [&] {
-    auto v = Ctx(req).ws->GetXattr(ino, name);
+    auto v = Ctx(req, Op::kGetxattr).ws->GetXattr(ino, name);
     if (!v.ok()) return Errno(v.status());
     return ReplySized(req, *v, size);
   });
@@ -39,7 +39,7 @@ void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) noe
 
 void ListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) noexcept {
   Run(req, [&] {
-    auto names = Ctx(req).ws->ListXattr(ino);
+    auto names = Ctx(req, Op::kListxattr).ws->ListXattr(ino);
     if (!names.ok()) return Errno(names.status());
     std::string packed;  // NUL-terminated names, back to back
     for (const std::string& n : *names) {
@@ -52,7 +52,7 @@ void ListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) noexcept {
 
 void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) noexcept {
   Run(req, [&] {
-    Status s = Ctx(req).ws->RemoveXattr(ino, name);
+    Status s = Ctx(req, Op::kRemovexattr).ws->RemoveXattr(ino, name);
     if (!s.ok()) return Errno(s);
     fuse_reply_err(req, 0);
     return 0;
@@ -61,7 +61,7 @@ void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) noexcept {
 
 void Statfs(fuse_req_t req, fuse_ino_t) noexcept {
   Run(req, [&] {
-    auto st = Ctx(req).ws->Statfs();
+    auto st = Ctx(req, Op::kStatfs).ws->Statfs();
     if (!st.ok()) return Errno(st.status());
     fuse_reply_statfs(req, &*st);
     return 0;
