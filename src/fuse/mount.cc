@@ -35,8 +35,9 @@ constexpr int kInitTimeoutMs = 10'000;
 constexpr auto kDetachGrace = std::chrono::seconds(3);
 
 void Init(void* userdata, fuse_conn_info* conn) noexcept {
-  // Off: atomic_o_trunc (the kernel sends O_TRUNC as setattr), handle_killpriv (the kernel clears
-  // setuid/setgid), writeback cache (the kernel would own O_APPEND and file size), splice reads
+  // Off: atomic_o_trunc (the kernel sends O_TRUNC as setattr), handle_killpriv (v1; the transport
+  // asks for v2 instead: the kernel flags the writes and setattrs that must clear setuid/setgid,
+  // and stops asking for security.capability before every write), writeback cache (the kernel would own O_APPEND and file size), splice reads
   // (writes are copied into memory anyway), remote locks (the kernel keeps them locally).
   conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_WRITEBACK_CACHE |
                   FUSE_CAP_SPLICE_READ | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_DONT_MASK);
@@ -61,9 +62,13 @@ ssize_t IoSpliceSend(int fdin, off_t* offin, int fdout, off_t* offout, size_t le
   return static_cast<Adapter*>(ud)->uring->SpliceSend(fdin, offin, fdout, offout, len, flags);
 }
 
+bool EnvIs(const char* name, std::string_view value) {
+  const char* env = getenv(name);
+  return env != nullptr && std::string_view(env) == value;
+}
+
 bool UringWanted(const MountOptions& o) {
-  const char* env = getenv("LAYERFS_FUSE_URING");
-  if (env != nullptr && std::string_view(env) == "0") return false;
+  if (EnvIs("LAYERFS_FUSE_URING", "0")) return false;
   return o.uring && UringTransport::KernelEnabled();
 }
 
@@ -240,6 +245,9 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
   State& st = *m->st_;
   const bool ro = o.read_only || ws->read_only();
   st.ad = std::make_unique<Adapter>(ws, o);
+  if (const char* t = getenv("LAYERFS_FUSE_TIMEOUT")) st.ad->timeout = std::max(0.0, atof(t));
+  st.ad->keep_cache_writers = !EnvIs("LAYERFS_FUSE_KEEP_CACHE", "0");
+  st.ad->cache_dirs = !EnvIs("LAYERFS_FUSE_CACHE_DIR", "0");
   st.multithreaded = o.multithreaded;
 
   std::vector<std::string> argv_s = {"layerfs", "-o", OptionString(o, ro)};
@@ -249,15 +257,20 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
   st.se = fuse_session_new(&args, &Ops(), sizeof(fuse_lowlevel_ops), st.ad.get());
   fuse_opt_free_args(&args);
   if (st.se == nullptr) return Status::Errorf(EINVAL, "fuse_session_new failed for {}", mountpoint);
+  st.ad->se = st.se;
   if (fuse_session_mount(st.se, real) != 0) {
     fuse_session_destroy(st.se);
     st.se = nullptr;
     st.unmounted = true;
     return Status::Errorf(EIO, "cannot mount {} (see the fuse log)", mountpoint);
   }
-  if (UringWanted(o)) {
-    const char* idle = getenv("LAYERFS_FUSE_RING_IDLE");  // a measurement switch
-    st.uring = std::make_unique<UringTransport>(st.se, idle == nullptr || std::string_view(idle) != "0");
+  {
+    // The session's reads and writes go through UringTransport, which serves over io_uring when
+    // wanted and offered, and in any case answers INIT with what libfuse 3.14 cannot ask for
+    // (FUSE_HANDLE_KILLPRIV_V2). LAYERFS_FUSE_RING_IDLE=0 and LAYERFS_FUSE_KILLPRIV=0 are
+    // measurement switches.
+    st.uring = std::make_unique<UringTransport>(st.se, UringWanted(o), !EnvIs("LAYERFS_FUSE_RING_IDLE", "0"),
+                                                !EnvIs("LAYERFS_FUSE_KILLPRIV", "0"));
     st.ad->uring = st.uring.get();
     static const fuse_custom_io io = {
         .writev = IoWritev, .read = IoRead, .splice_receive = nullptr, .splice_send = IoSpliceSend};

@@ -90,24 +90,24 @@ timespec Now() {
   return ts;
 }
 
-static fuse_entry_param EntryOf(const workspace::Attr& a) {
+static fuse_entry_param EntryOf(const Adapter& ad, const workspace::Attr& a) {
   fuse_entry_param e{};
   e.ino = a.ino;
   e.attr = ToStat(a);
-  e.attr_timeout = kAttrTimeout;
-  e.entry_timeout = kEntryTimeout;
+  e.attr_timeout = ad.timeout;
+  e.entry_timeout = ad.timeout;
   return e;
 }
 
 int ReplyEntry(Adapter& ad, fuse_req_t req, const workspace::Attr& a) {
-  fuse_entry_param e = EntryOf(a);
+  fuse_entry_param e = EntryOf(ad, a);
   ad.AddLookup(a.ino, 1);
   if (fuse_reply_entry(req, &e) != 0) ad.Forget(a.ino, 1);  // interrupted: the kernel has no entry
   return 0;
 }
 
 int ReplyCreate(Adapter& ad, fuse_req_t req, const workspace::Attr& a, const fuse_file_info* fi) {
-  fuse_entry_param e = EntryOf(a);
+  fuse_entry_param e = EntryOf(ad, a);
   ad.AddLookup(a.ino, 1);
   ad.open_handles.fetch_add(1);
   if (fuse_reply_create(req, &e, fi) != 0) {
@@ -119,7 +119,7 @@ int ReplyCreate(Adapter& ad, fuse_req_t req, const workspace::Attr& a, const fus
 
 int ReplyAttr(fuse_req_t req, const workspace::Attr& a) {
   struct stat st = ToStat(a);
-  fuse_reply_attr(req, &st, kAttrTimeout);
+  fuse_reply_attr(req, &st, Ctx(req).timeout);
   return 0;
 }
 

@@ -40,6 +40,11 @@ int DoOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!S_ISDIR(a->mode)) return ENOTDIR;
   auto h = std::make_unique<DirHandle>();
   fi->fh = reinterpret_cast<uint64_t>(h.get());
+  // The kernel may keep the listing in its page cache and serve the next opendir/readdir of the
+  // directory from it: it drops it itself when an entry is made or removed through the mount,
+  // and a change made in place by the daemon invalidates the directory's inode.
+  fi->cache_readdir = ad.cache_dirs;
+  fi->keep_cache = ad.cache_dirs;
   ad.open_handles.fetch_add(1);
   if (fuse_reply_open(req, fi) != 0) {
     ad.open_handles.fetch_sub(1);
@@ -83,8 +88,8 @@ int DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_
         if (!a.ok()) continue;  // removed since the listing was taken
         e.ino = a->ino;
         e.attr = ToStat(*a);
-        e.attr_timeout = kAttrTimeout;
-        e.entry_timeout = kEntryTimeout;
+        e.attr_timeout = ad.timeout;
+        e.entry_timeout = ad.timeout;
       }
       n = fuse_add_direntry_plus(req, buf.data() + used, size - used, d.name.c_str(), &e, next);
       if (n <= size - used && e.ino != 0) {

@@ -18,6 +18,17 @@ int NoteDir(Adapter& ad, Ino parent, const workspace::Attr& a) {
   return 0;
 }
 
+// A directory moved to another parent: its ".." changed, and a listing the kernel cached for it
+// (fi->cache_readdir) would still name the old one. The kernel drops a cached listing when the
+// directory itself changes, which a move does not count as; so drop it here (the moved inode's
+// pages only: no directory lock is taken, so the rename the kernel holds locks for cannot wait
+// on it).
+void MovedDir(Adapter& ad, Ino parent, const workspace::Attr& a) {
+  if (!S_ISDIR(a.mode)) return;
+  ad.SetParent(a.ino, parent);
+  if (ad.cache_dirs && ad.se != nullptr) (void)fuse_lowlevel_notify_inval_inode(ad.se, a.ino, 0, 0);
+}
+
 int DoLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Adapter& ad = Ctx(req, Op::kLookup);
   auto a = ad.ws->Lookup(parent, name);
@@ -29,7 +40,7 @@ int DoLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     // namespace comes through this mount (a reset remounts), which updates the cached entry.
     fuse_entry_param e{};
     e.ino = 0;
-    e.entry_timeout = kEntryTimeout;
+    e.entry_timeout = ad.timeout;
     fuse_reply_entry(req, &e);
     return 0;
   }
@@ -84,6 +95,7 @@ int DoSetAttr(fuse_req_t req, fuse_ino_t ino, const struct stat* attr, int to_se
     else if (to_set & FUSE_SET_ATTR_MTIME) ch.mtime = attr->st_mtim;
   }
   // FUSE_SET_ATTR_CTIME (writeback cache only) is the Workspace's to maintain.
+  if (UringTransport::KillSuidgidAsked()) ch.kill_suidgid = CallerOf(req);
   auto a = Ctx(req, Op::kSetattr).ws->SetAttr(ino, ch);
   if (!a.ok()) return Errno(a.status());
   return ReplyAttr(req, *a);
@@ -154,9 +166,9 @@ int DoRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new
   Status s = ad.ws->Rename(parent, name, newparent, newname, flags);
   if (!s.ok()) return Errno(s);
   if (parent != newparent) {  // keep ".." of moved directories right
-    if (auto a = ad.ws->Lookup(newparent, newname); a.ok()) NoteDir(ad, newparent, *a);
+    if (auto a = ad.ws->Lookup(newparent, newname); a.ok()) MovedDir(ad, newparent, *a);
     if (flags & RENAME_EXCHANGE) {
-      if (auto a = ad.ws->Lookup(parent, name); a.ok()) NoteDir(ad, parent, *a);
+      if (auto a = ad.ws->Lookup(parent, name); a.ok()) MovedDir(ad, parent, *a);
     }
   }
   fuse_reply_err(req, 0);

@@ -25,10 +25,11 @@ void DropStreamed(size_t size, const workspace::ReadReply& r) {
   }
 }
 
-// Page cache kept across opens for readers. Every write and truncate comes through the kernel
-// (the daemon is the only writer), and auto_inval_data drops pages when mtime or size change.
-void SetOpenFlags(fuse_file_info* fi) {
-  fi->keep_cache = (fi->flags & O_ACCMODE) == O_RDONLY && !(fi->flags & O_TRUNC);
+// Page cache kept across opens. Every write and truncate comes through the kernel, which keeps
+// its pages current; a change made in place by the daemon (a merge, a file verb) invalidates
+// the inode's pages, and auto_inval_data drops them when a fresh mtime or size differs.
+void SetOpenFlags(const Adapter& ad, fuse_file_info* fi) {
+  fi->keep_cache = ad.keep_cache_writers || ((fi->flags & O_ACCMODE) == O_RDONLY && !(fi->flags & O_TRUNC));
   fi->direct_io = 0;
   // Flush has nothing to do (writes are in the Workspace when they are answered), so close()
   // skips that round trip. Dirty pages of a shared mmap are written back by the kernel as
@@ -43,7 +44,7 @@ int DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!a.ok()) return Errno(a.status());
   if (S_ISDIR(a->mode)) return EISDIR;
   // O_TRUNC arrives as a separate setattr (atomic_o_trunc is off); O_APPEND is the kernel's.
-  SetOpenFlags(fi);
+  SetOpenFlags(ad, fi);
   ad.open_handles.fetch_add(1);
   if (fuse_reply_open(req, fi) != 0) ad.open_handles.fetch_sub(1);
   return 0;
@@ -68,7 +69,7 @@ int DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, f
     }
   }
   if (!a.ok()) return Errno(a.status());
-  SetOpenFlags(fi);
+  SetOpenFlags(ad, fi);
   return ReplyCreate(ad, req, *a, fi);
 }
 
@@ -138,8 +139,15 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
 
 int DoWrite(fuse_req_t req, fuse_ino_t ino, std::string_view data, off_t off) {
   if (off < 0) return EINVAL;
-  auto n = Ctx(req, Op::kWrite).ws->Write(ino, static_cast<uint64_t>(off), data);
+  Adapter& ad = Ctx(req, Op::kWrite);
+  bool killed = false;
+  std::optional<workspace::Caller> kill;
+  if (UringTransport::KillSuidgidAsked()) kill = CallerOf(req);
+  auto n = ad.ws->Write(ino, static_cast<uint64_t>(off), data, kill, &killed);
   if (!n.ok()) return Errno(n.status());
+  // The kernel keeps the mode it had (a write only refreshes size and times): make it ask again.
+  // Attributes only, no pages, so it takes no lock the writer holds.
+  if (killed && ad.se != nullptr) (void)fuse_lowlevel_notify_inval_inode(ad.se, ino, -1, 0);
   fuse_reply_write(req, *n);
   return 0;
 }

@@ -27,9 +27,13 @@ namespace layerfs::fuse {
 
 using workspace::Ino;
 
-// The daemon is the only writer, so the kernel may cache names and attributes briefly.
-constexpr double kAttrTimeout = 1.0;
-constexpr double kEntryTimeout = 1.0;
+// How long the kernel may keep names (negative ones too) and attributes without asking again.
+// Every change of a Workspace comes through its mount, where the kernel updates or drops what it
+// holds, except changes made in place by the daemon (merges, file verbs), which tell the kernel
+// through an invalidation, and a reset, which remounts; so the kernel keeps them as long as it
+// likes (docs/design.md, "Speed of real work"). LAYERFS_FUSE_TIMEOUT (seconds) overrides it,
+// for measurements.
+constexpr double kCacheTimeout = 86400.0;
 constexpr unsigned kMaxWrite = 1 << 20;
 // Read requests of 512 KiB: a spliced reply (data-log blocks, ops_file.cc) must fit one pipe,
 // and an unprivileged pipe holds 1 MiB, which a 1 MiB reply plus its header exceeds (libfuse
@@ -42,10 +46,17 @@ struct Adapter {
   workspace::Workspace* ws;
   MountOptions opts;
   std::atomic<size_t> open_handles{0};
+  double timeout = kCacheTimeout;  // entry and attribute timeout of every reply
+  // Measurement switches (environment, read at mount): LAYERFS_FUSE_KEEP_CACHE=0 keeps the page
+  // cache across opens for read-only opens only, as before; LAYERFS_FUSE_CACHE_DIR=0 does not
+  // let the kernel cache directory listings.
+  bool keep_cache_writers = true;
+  bool cache_dirs = true;
   // Requests served, per operation (Mount::RequestCounts): one relaxed increment per request.
   std::array<std::atomic<uint64_t>, kOpCount> requests{};
   void Count(Op op) { requests[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed); }
-  UringTransport* uring = nullptr;  // set when the mount may serve over io_uring
+  UringTransport* uring = nullptr;  // the session's transport (io_uring or /dev/fuse)
+  fuse_session* se = nullptr;       // for notifications (set once mounted)
 
   // Lookup counts: every entry the kernel is told about counts one; forget subtracts. At zero
   // the Workspace may drop the inode (and free an unlinked file's data).

@@ -90,6 +90,28 @@ struct Entry {
 };
 
 thread_local Entry* tl_entry = nullptr;
+thread_local bool tl_kill_suidgid = false;
+
+// Notes what the raw request asks that libfuse 3.14 does not pass on: under
+// FUSE_HANDLE_KILLPRIV_V2, whether a WRITE or SETATTR must clear setuid/setgid (the kernel sets
+// the flag when the caller lacks CAP_FSETID, or for any chown).
+void NoteRequest(const void* buf, size_t len) {
+  tl_kill_suidgid = false;
+  if (len < sizeof(fuse_in_header)) return;
+  fuse_in_header ih;
+  memcpy(&ih, buf, sizeof ih);
+  const char* op = static_cast<const char*>(buf) + sizeof ih;
+  const size_t oplen = len - sizeof ih;
+  if (ih.opcode == FUSE_WRITE && oplen >= offsetof(fuse_write_in, write_flags) + sizeof(uint32_t)) {
+    uint32_t wf;
+    memcpy(&wf, op + offsetof(fuse_write_in, write_flags), sizeof wf);
+    tl_kill_suidgid = wf & FUSE_WRITE_KILL_SUIDGID;
+  } else if (ih.opcode == FUSE_SETATTR && oplen >= sizeof(uint32_t)) {
+    uint32_t valid;
+    memcpy(&valid, op + offsetof(fuse_setattr_in, valid), sizeof valid);
+    tl_kill_suidgid = valid & FATTR_KILL_SUIDGID;
+  }
+}
 std::atomic<uint64_t> g_reader_reads{0};
 thread_local bool tl_ring_thread = false;
 
@@ -609,6 +631,7 @@ struct UringTransport::Queue {
     b.size = ih.len;
     b.mem = start;
     tl_entry = &e;
+    NoteRequest(start, ih.len);
     fuse_session_process_buf(t->se_, &b);
     tl_entry = nullptr;
     if (!e.replied) SetError(e, e.commit_id, EIO);  // every ring request must be answered
@@ -625,8 +648,8 @@ bool UringTransport::KernelEnabled() {
   return true;
 }
 
-UringTransport::UringTransport(fuse_session* se, bool idle_wait)
-    : se_(se), dev_fd_(fuse_session_fd(se)), idle_wait_(idle_wait) {
+UringTransport::UringTransport(fuse_session* se, bool rings, bool idle_wait, bool killpriv_v2)
+    : se_(se), dev_fd_(fuse_session_fd(se)), rings_(rings), idle_wait_(idle_wait), killpriv_v2_(killpriv_v2) {
   const char* off = getenv("LAYERFS_FUSE_RING_OFFLOAD");  // a measurement switch
   offload_ = off == nullptr || strcmp(off, "0") != 0;
 }
@@ -681,6 +704,7 @@ void UringTransport::Stop() {
 
 ssize_t UringTransport::Read(int fd, void* buf, size_t len) {
   const ssize_t n = ::read(fd, buf, len);
+  if (n > 0) NoteRequest(buf, static_cast<size_t>(n));
   constexpr size_t kInitIn = sizeof(fuse_in_header) + offsetof(fuse_init_in, flags2) + sizeof(uint32_t);
   if (n < static_cast<ssize_t>(kInitIn) || started_) return n;
   fuse_in_header ih;
@@ -688,7 +712,14 @@ ssize_t UringTransport::Read(int fd, void* buf, size_t len) {
   if (ih.opcode != FUSE_INIT) return n;
   fuse_init_in in{};
   memcpy(&in, static_cast<char*>(buf) + sizeof ih, std::min(sizeof in, static_cast<size_t>(n) - sizeof ih));
-  if (!(in.flags & kFuseInitExt) || !((static_cast<uint64_t>(in.flags2) << 32) & kFuseOverIoUring)) return n;
+  if (killpriv_v2_ && (in.flags & FUSE_HANDLE_KILLPRIV_V2)) {
+    init_extra_flags_ = FUSE_HANDLE_KILLPRIV_V2;
+    patch_unique_.store(ih.unique);
+  }
+  if (!rings_ || !(in.flags & kFuseInitExt) || !((static_cast<uint64_t>(in.flags2) << 32) & kFuseOverIoUring)) {
+    started_ = true;
+    return n;
+  }
   // The kernel offers io_uring: set up one ring per queue now, so the INIT reply only opts in
   // when every queue can serve.
   started_ = true;
@@ -725,6 +756,22 @@ ssize_t UringTransport::Writev(int fd, iovec* iov, int count) {
     return static_cast<ssize_t>(sizeof oh + n);
   }
   const uint64_t init = init_unique_.load();
+  const uint64_t patch = patch_unique_.load();
+  if (patch != 0 && oh.unique == patch && oh.unique != init) {
+    // The INIT reply of a mount on /dev/fuse: only the flags libfuse cannot ask for.
+    patch_unique_.store(0);
+    if (oh.error != 0 || count < 2 || iov[1].iov_len < sizeof(fuse_init_out)) return ::writev(fd, iov, count);
+    std::vector<char> copy(static_cast<char*>(iov[1].iov_base), static_cast<char*>(iov[1].iov_base) + iov[1].iov_len);
+    fuse_init_out out;
+    memcpy(&out, copy.data(), sizeof out);
+    out.flags |= init_extra_flags_;
+    memcpy(copy.data(), &out, sizeof out);
+    std::vector<iovec> v(iov, iov + count);
+    v[1].iov_base = copy.data();
+    const ssize_t r = ::writev(fd, v.data(), count);
+    if (r >= 0) killpriv_on_.store((init_extra_flags_ & FUSE_HANDLE_KILLPRIV_V2) != 0);
+    return r;
+  }
   if (init == 0 || oh.unique != init) return ::writev(fd, iov, count);
 
   // The INIT reply: opt in to io_uring, then let the queues register.
@@ -736,8 +783,9 @@ ssize_t UringTransport::Writev(int fd, iovec* iov, int count) {
   std::vector<char> copy(static_cast<char*>(iov[1].iov_base), static_cast<char*>(iov[1].iov_base) + iov[1].iov_len);
   fuse_init_out out;
   memcpy(&out, copy.data(), sizeof out);
-  out.flags |= kFuseInitExt;
+  out.flags |= kFuseInitExt | init_extra_flags_;
   out.flags2 |= static_cast<uint32_t>(kFuseOverIoUring >> 32);
+  patch_unique_.store(0);
   memcpy(copy.data(), &out, sizeof out);
   std::vector<iovec> v(iov, iov + count);
   v[1].iov_base = copy.data();
@@ -749,6 +797,7 @@ ssize_t UringTransport::Writev(int fd, iovec* iov, int count) {
     return r;
   }
   negotiated_.store(true);
+  killpriv_on_.store((init_extra_flags_ & FUSE_HANDLE_KILLPRIV_V2) != 0);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t pages = out.max_pages != 0 ? out.max_pages : 32;
   size_t payload = std::max<size_t>({8192, out.max_write, pages * page});
@@ -793,6 +842,8 @@ char* UringTransport::ReplyBuffer(size_t size) {
 }
 
 bool UringTransport::InRingThread() { return tl_ring_thread; }
+
+bool UringTransport::KillSuidgidAsked() { return tl_kill_suidgid; }
 
 uint64_t UringTransport::ReaderReads() { return g_reader_reads.load(); }
 

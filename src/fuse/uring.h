@@ -43,9 +43,13 @@ class UringTransport {
   // Whether the running kernel lets daemons serve FUSE over io_uring (fuse.enable_uring=Y).
   static bool KernelEnabled();
 
+  // rings: serve over io_uring when the kernel offers it (else this only watches /dev/fuse).
   // idle_wait: queue threads wait for requests at idle priority (see Queue::Loop), so the
-  // caller a reply wakes stays on its core.
-  UringTransport(fuse_session* se, bool idle_wait);
+  // caller a reply wakes stays on its core. killpriv_v2: answer INIT with
+  // FUSE_HANDLE_KILLPRIV_V2 when the kernel offers it (libfuse 3.14 cannot ask for it): the
+  // kernel then stops asking for security.capability before every write, and leaves clearing
+  // setuid/setgid to the file system, flagging the requests that must (KillSuidgidAsked).
+  UringTransport(fuse_session* se, bool rings, bool idle_wait, bool killpriv_v2);
   ~UringTransport();  // Stop()s and joins the queue threads
   UringTransport(const UringTransport&) = delete;
   UringTransport& operator=(const UringTransport&) = delete;
@@ -67,6 +71,11 @@ class UringTransport {
   // read reply is written there once and fuse_reply_buf(req, ptr, n) copies nothing more.
   static char* ReplyBuffer(size_t size);
   static bool InRingThread();
+  // While serving a request on this thread: the kernel asked for setuid/setgid to be cleared
+  // with it (a WRITE or SETATTR under FUSE_HANDLE_KILLPRIV_V2).
+  static bool KillSuidgidAsked();
+  // FUSE_HANDLE_KILLPRIV_V2 was negotiated.
+  bool killpriv_v2() const { return killpriv_on_.load(); }
   // READs served by the queues' reader threads so far, in this process (for tests).
   static uint64_t ReaderReads();
 
@@ -79,7 +88,12 @@ class UringTransport {
 
   fuse_session* se_;
   int dev_fd_ = -1;
+  bool rings_ = true;
   bool idle_wait_ = true;
+  bool killpriv_v2_ = true;
+  uint32_t init_extra_flags_ = 0;           // OR'ed into the INIT reply's flags
+  std::atomic<uint64_t> patch_unique_{0};  // the INIT request whose reply gets them
+  std::atomic<bool> killpriv_on_{false};
   bool offload_ = true;  // large READs go to a reader thread on another core
   std::atomic<unsigned> queues_{0};
   bool started_ = false;  // the session loop's thread only

@@ -48,6 +48,12 @@ Status CheckName(std::string_view name) {
 }
 }  // namespace
 
+uint32_t KillSuidgid(uint32_t perm, uint32_t gid, const Caller& c) {
+  perm &= ~static_cast<uint32_t>(S_ISUID);
+  if ((perm & S_IXGRP) || c.gid != gid) perm &= ~static_cast<uint32_t>(S_ISGID);
+  return perm;
+}
+
 timespec Now() {
   timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
@@ -232,6 +238,23 @@ Status Workspace::Impl::MaterializeLinkDirs(const ObjectId& root_tree) {
     }
   }
   return Status::Ok();
+}
+
+Result<Inode> Workspace::Impl::LoadDirShared(Ino ino, std::shared_lock<std::shared_mutex>& l) {
+  LFS_ASSIGN(Inode n, Load(ino));
+  if (!n.is_dir()) return Status::Error(ENOTDIR, "not a directory");
+  if (n.materialized) return n;
+  // Materialising writes records: trade the shared lock for the exclusive one, and back.
+  l.unlock();
+  Status s = [&]() -> Status {
+    std::lock_guard x(mu_);
+    return LoadDir(ino).status();
+  }();
+  l.lock();
+  LFS_TRY(s);
+  LFS_ASSIGN(n, Load(ino));
+  if (!n.is_dir()) return Status::Error(ENOTDIR, "not a directory");
+  return n;
 }
 
 Result<Inode> Workspace::Impl::LoadDir(Ino ino) {
@@ -626,12 +649,12 @@ Status DropWorkspaceState(Store& store, const std::string& branch) {
 }
 
 bool Workspace::pristine() const {
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
   return impl_->pristine_;
 }
 
 ObjectId Workspace::base_commit() const {
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
   return impl_->base_;
 }
 
@@ -641,9 +664,9 @@ ObjectId Workspace::base_commit() const {
   if (opts_.read_only) return Status::Error(EROFS, "read-only workspace")
 
 Result<Attr> Workspace::Lookup(Ino parent, std::string_view name) {
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
   if (name.size() > 255) return Status::Error(ENAMETOOLONG, "name too long");
-  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  LFS_ASSIGN(Inode dir, impl_->LoadDirShared(parent, l));
   LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
   if (!e) return Status::NotFound("no such entry");
   LFS_ASSIGN(Inode n, impl_->Load(e->first));
@@ -651,7 +674,7 @@ Result<Attr> Workspace::Lookup(Ino parent, std::string_view name) {
 }
 
 Result<Attr> Workspace::GetAttr(Ino ino) {
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   return n.ToAttr();
 }
@@ -676,6 +699,7 @@ Result<Attr> Workspace::SetAttr(Ino ino, const AttrChange& ch) {
   }
   if (ch.atime) n.atime = *ch.atime;
   if (ch.mtime) n.mtime = *ch.mtime;
+  if (ch.kill_suidgid && !n.is_dir()) n.perm = KillSuidgid(n.perm, n.gid, *ch.kill_suidgid);
   n.ctime = now;
   impl_->Put(&b, n);
   impl_->MarkDirty(&b, ino);
@@ -894,15 +918,15 @@ Status Workspace::Rename(Ino parent, std::string_view name, Ino new_parent, std:
 }
 
 Result<std::string> Workspace::Readlink(Ino ino) {
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   if (n.type != EntryType::kSymlink) return Status::Invalid("not a symlink");
   return n.target;
 }
 
 Result<std::vector<DirEntry>> Workspace::ReadDir(Ino ino) {
-  std::lock_guard l(impl_->mu_);
-  LFS_ASSIGN(Inode dir, impl_->LoadDir(ino));
+  std::shared_lock l(impl_->mu_);
+  LFS_ASSIGN(Inode dir, impl_->LoadDirShared(ino, l));
   LFS_ASSIGN(auto entries, impl_->ListEntries(ino));
   std::vector<DirEntry> out;
   out.reserve(entries.size());
@@ -915,7 +939,7 @@ Result<std::vector<DirEntry>> Workspace::ReadDir(Ino ino) {
 // bytes are read, so no segment the snapshot refers to is freed meanwhile.
 Result<bool> Workspace::Impl::StartRead(Ino ino, uint64_t off, size_t size, Inode* n,
                                         std::shared_ptr<const kv::Snapshot>* snap) {
-  std::lock_guard l(mu_);
+  std::shared_lock l(mu_);
   LFS_ASSIGN(*n, Load(ino));
   if (n->is_dir()) return Status::Error(EISDIR, "is a directory");
   if (off >= n->size || size == 0) return false;
@@ -992,10 +1016,11 @@ Result<ReadReply> Workspace::ReadPieces(Ino ino, uint64_t off, size_t size) {
   return out;
 }
 
-Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data) {
+Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data,
+                                const std::optional<Caller>& kill_suidgid, bool* killed) {
   LFS_WRITABLE();
   auto* im = impl_.get();
-  Status s = im->WriteLocked(ino, off, data);
+  Status s = im->WriteLocked(ino, off, data, kill_suidgid, killed);
   im->CollectIfWanted();
   if (!s.ok()) return s;
   return data.size();
@@ -1006,7 +1031,8 @@ Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data) {
 // block once the patches grow past kMaxRefPatchBytes); other partial blocks are B records as
 // before. Records exist only for blocks below the file's size, so past it nothing is looked up
 // or deleted.
-Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data) {
+Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data,
+                                    const std::optional<Caller>& kill_suidgid, bool* killed) {
   constexpr uint64_t kMaxRefPatchBytes = 16 << 10;
   constexpr uint64_t kMaxRunBlocks = 256;  // 16 MiB per append
   auto pin = log_.PinSegments();
@@ -1080,6 +1106,11 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
   n.has_blocks = true;
   n.size = std::max(n.size, end);
   n.mtime = n.ctime = Now();
+  if (kill_suidgid) {
+    const uint32_t before = n.perm;
+    n.perm = KillSuidgid(n.perm, n.gid, *kill_suidgid);
+    if (killed != nullptr) *killed = n.perm != before;
+  }
   Put(&b, n);
   MarkDirty(&b, ino);
   return Write(b);
@@ -1093,7 +1124,7 @@ Status Workspace::Fallocate(Ino ino, int mode, uint64_t off, uint64_t len) {
     if (!(mode & kKeepSize)) return Status::Error(EOPNOTSUPP, "punch hole needs keep size");
     uint64_t size;
     {
-      std::lock_guard l(impl_->mu_);
+      std::shared_lock l(impl_->mu_);
       LFS_ASSIGN(Inode n, impl_->Load(ino));
       size = n.size;
     }
@@ -1116,7 +1147,7 @@ Status Workspace::Fallocate(Ino ino, int mode, uint64_t off, uint64_t len) {
 }
 
 Result<uint64_t> Workspace::Lseek(Ino ino, uint64_t off, int whence) {
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   if (off >= n.size) return Status::Error(ENXIO, "offset beyond end of file");
   // Data: origin bytes below valid_len, and stored blocks.
@@ -1181,7 +1212,7 @@ Status Workspace::SetXattr(Ino ino, std::string_view name, std::string_view valu
 }
 
 Result<std::string> Workspace::GetXattr(Ino ino, std::string_view name) {
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   for (const auto& [k, v] : n.xattrs)
     if (k == name) return v;
@@ -1189,7 +1220,7 @@ Result<std::string> Workspace::GetXattr(Ino ino, std::string_view name) {
 }
 
 Result<std::vector<std::string>> Workspace::ListXattr(Ino ino) {
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   std::vector<std::string> out;
   for (const auto& [k, v] : n.xattrs) out.push_back(k);

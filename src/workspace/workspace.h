@@ -11,7 +11,8 @@
 // The core knows nothing of FUSE: callers pass a Caller (uid, gid) and get errno-style Status.
 // Permission checks are the kernel's (default_permissions); this layer enforces the POSIX rules
 // that a filesystem itself must (ENOTEMPTY, EEXIST, ENOTDIR, EISDIR, ENAMETOOLONG, ...).
-// Thread-safe: one mutex serialises operations on a Workspace; Commit holds it only to publish.
+// Thread-safe: a reader-writer lock per Workspace; operations that only read (lookup, getattr,
+// readdir, read, xattr reads) share it, changes take it alone; Commit takes it only to publish.
 #pragma once
 
 #include <sys/stat.h>
@@ -62,7 +63,16 @@ struct AttrChange {
   std::optional<uint32_t> uid, gid;
   std::optional<uint64_t> size;
   std::optional<timespec> atime, mtime;
+  // Set: clear setuid/setgid as a change by this caller without CAP_FSETID does (the kernel
+  // asks for it under FUSE_HANDLE_KILLPRIV_V2; KillSuidgid).
+  std::optional<Caller> kill_suidgid;
 };
+
+// What a change by `c`, lacking CAP_FSETID, leaves of permission bits `perm` of a file of group
+// `gid`, as the kernel decides for ext4 (setattr_should_drop_suidgid): setuid goes; setgid goes
+// with group execute on, and without it (a mandatory-locking mark) only if the caller is not of
+// the file's group (its primary group: supplementary groups are not known here).
+uint32_t KillSuidgid(uint32_t perm, uint32_t gid, const Caller& c);
 
 // A read answered in pieces, in order: bytes in memory, or a range of an open file the caller
 // may splice from (whole blocks in the data log), so file data need not pass through memory.
@@ -143,7 +153,10 @@ class Workspace {
   Result<std::string> Read(Ino ino, uint64_t off, size_t size);
   // As Read; a range held whole by unpatched blocks of the data log comes back as file ranges.
   Result<ReadReply> ReadPieces(Ino ino, uint64_t off, size_t size);
-  Result<size_t> Write(Ino ino, uint64_t off, std::string_view data);
+  // kill_suidgid: as AttrChange::kill_suidgid, with the write; *killed (if given) says whether
+  // a bit was cleared.
+  Result<size_t> Write(Ino ino, uint64_t off, std::string_view data,
+                       const std::optional<Caller>& kill_suidgid = std::nullopt, bool* killed = nullptr);
   Status Fallocate(Ino ino, int mode, uint64_t off, uint64_t len);
   Result<uint64_t> Lseek(Ino ino, uint64_t off, int whence);  // SEEK_DATA / SEEK_HOLE
   Status Fsync(Ino ino, bool datasync);

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <shared_mutex>
 
 #include "history/file_content.h"
 #include "kv/data_log.h"
@@ -18,13 +19,16 @@ class Workspace::Impl {
   Impl(Store& store, uint64_t wsid, bool ephemeral)
       : store_(store), kv_(store.kv()), log_(store.data_log()), keys_(wsid), ephemeral_(ephemeral) {}
 
-  // All REQUIRE mu_ held unless noted.
+  // All REQUIRE mu_ held (shared is enough for the ones that only read) unless noted.
   Result<Inode> Load(Ino ino, const kv::Snapshot* snap = nullptr);
   void Put(kv::Batch* b, const Inode& n) { b->Put(kv::Cf::kWorkspace, keys_.Inode(n.ino), EncodeInode(n)); }
   void MarkDirty(kv::Batch* b, Ino ino);
   void PutState(kv::Batch* b);
   Status Write(const kv::Batch& b) { return kv_.Write(b, false); }
-  Result<Inode> LoadDir(Ino ino);  // loads and materialises; ENOTDIR for non-dirs
+  Result<Inode> LoadDir(Ino ino);  // loads and materialises; ENOTDIR for non-dirs. REQUIRES: mu_ exclusive
+  // LoadDir for a reader holding `l`, a shared lock on mu_: an unmaterialised directory is
+  // materialised under the exclusive lock, and `l` is held again on return (error or not).
+  Result<Inode> LoadDirShared(Ino ino, std::shared_lock<std::shared_mutex>& l);
   Status Materialize(Inode* dir);
   // Materialises every directory of the base tree `root_tree` that holds a hard link.
   Status MaterializeLinkDirs(const ObjectId& root_tree);
@@ -50,7 +54,8 @@ class Workspace::Impl {
   // REQUIRES: neither mu_ nor a data-log pin held.
   void CollectIfWanted();
   // Workspace::Write under a pin and mu_ (taken here).
-  Status WriteLocked(Ino ino, uint64_t off, std::string_view data);
+  Status WriteLocked(Ino ino, uint64_t off, std::string_view data,
+                     const std::optional<Caller>& kill_suidgid = std::nullopt, bool* killed = nullptr);
   Result<Inode> NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent);
   Status InitFresh(const ObjectId& commit);  // REQUIRES: no state; writes state and root
   Status MigrateLegacyBlocks();               // blocks of older builds to their current keys
@@ -75,7 +80,10 @@ class Workspace::Impl {
   kv::DataLog& log_;  // lock order: a pin before mu_
   Keys keys_;
   bool ephemeral_;
-  std::mutex mu_;  // serialises operations; lock order: mu_ before Store's internal locks
+  // Exclusive for every change of the Workspace; shared for operations that only read it
+  // (lookup, getattr, readdir, reads, xattr reads), so readers go on in parallel with each other.
+  // Lock order: commit_mu_, then mu_, then the Store's internal locks.
+  mutable std::shared_mutex mu_;
   ObjectId base_;
   uint64_t next_ino_ = 2;
   uint64_t next_gen_ = 1;
