@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "layerfs/ids.h"
+#include "layerfs/progress.h"
 #include "layerfs/status.h"
 
 namespace layerfs {
@@ -78,6 +79,7 @@ struct ImportOptions {
   std::string branch = "main";
   std::string message;
   bool use_stat_cache = true;
+  ProgressFn progress;  // phase "import": objects = files read, bytes = their bytes (no totals)
 };
 struct ImportStats {
   uint64_t files = 0, dirs = 0, hashed = 0, stat_hits = 0, objects_added = 0, bytes_added = 0;
@@ -138,14 +140,17 @@ class Store {
   Result<TreeEntry> Lookup(const ObjectId& commit, std::string_view path);
   Result<std::string> ReadFile(const TreeEntry& file);
   Result<std::vector<DiffEntry>> Diff(const ObjectId& a, const ObjectId& b);
-  // Writes `commit`'s tree into `dir` (absent or empty). Never writes outside `dir`.
-  Status Export(const ObjectId& commit, const std::string& dir);
+  // Writes `commit`'s tree into `dir` (absent or empty). Never writes outside `dir`. Reports
+  // phase "export": objects = entries written of the Commit's `files`, bytes of `logical_bytes`.
+  Status Export(const ObjectId& commit, const std::string& dir, const ProgressFn& progress = nullptr);
 
   Result<StoreStats> Stats();
   // Reads back every object reachable from `commits` (all branches' history when empty).
-  Result<VerifyReport> Verify(const std::vector<ObjectId>& commits);
+  // Reports phase "verify": objects and bytes read so far (no totals).
+  Result<VerifyReport> Verify(const std::vector<ObjectId>& commits, const ProgressFn& progress = nullptr);
   // Deletes objects no branch reaches; `extra_roots` are Commits kept too (merges in progress).
-  Result<GcReport> Gc(const std::vector<ObjectId>& extra_roots = {});
+  // Reports phase "gc-mark" (objects marked live), then "gc-sweep" (records scanned).
+  Result<GcReport> Gc(const std::vector<ObjectId>& extra_roots = {}, const ProgressFn& progress = nullptr);
 
   // Stores a new Commit of `root` on `branch` (whose head must still be `expected_head`) in one
   // synced batch with the pending objects and `extra`. Its parents are the head, then

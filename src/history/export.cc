@@ -55,8 +55,11 @@ bool IsEmptyDir(const std::string& dir, bool* readable) {
 
 }  // namespace
 
-Status Store::Export(const ObjectId& commit, const std::string& dir) {
+Status Store::Export(const ObjectId& commit, const std::string& dir, const ProgressFn& progress) {
   LFS_ASSIGN(auto c, GetCommit(commit));
+  ProgressMeter meter(progress, "export");
+  meter.state().objects_total = c.files;
+  meter.state().bytes_total = c.logical_bytes;
   struct stat sb;
   if (stat(dir.c_str(), &sb) == 0) {
     if (!S_ISDIR(sb.st_mode)) return Status::Error(ENOTDIR, fmt::format("{} is not a directory", dir));
@@ -82,6 +85,9 @@ Status Store::Export(const ObjectId& commit, const std::string& dir) {
     for (const auto& e : entries) {
       std::string p = path + "/" + e.name;
       const char* n = e.name.c_str();
+      meter.state().objects++;
+      if (e.type == EntryType::kFile) meter.state().bytes += e.size;
+      meter.Update();
       timespec times[2] = {{0, UTIME_OMIT}, {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
       if (e.link_group && e.type != EntryType::kDir) {
         auto it = links.find(e.link_group);
@@ -151,6 +157,7 @@ Status Store::Export(const ObjectId& commit, const std::string& dir) {
   Status s = write_dir(root, dir, c.root, &keep_root);
   for (int fd : open_dirs) close(fd);
   close(root);
+  if (s.ok()) meter.Done();
   return s;
 }
 

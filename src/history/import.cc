@@ -209,6 +209,9 @@ class Importer {
               const struct stat& sb, const TreeEntry* prev, TreeEntry* e) {
     logical_ += sb.st_size;
     stats_.files++;
+    meter_.state().objects = stats_.files;
+    meter_.state().bytes = logical_;
+    meter_.Update();
     if (e->link_group) {
       auto it = links_.find({sb.st_dev, sb.st_ino});
       if (it != links_.end()) {
@@ -320,6 +323,7 @@ class Importer {
   std::optional<std::unordered_map<std::string, TreeEntry>> basenames_;
   kv::Batch stat_batch_;
   uint64_t logical_ = 0, files_ = 0;
+  ProgressMeter meter_{opts_.progress, "import"};
 };
 
 }  // namespace
@@ -345,6 +349,7 @@ Result<ObjectId> Store::Import(const std::string& dir, const ImportOptions& opts
   for (const auto& e : im.stat_batch_.entries()) extra.Put(e.cf, e.key, e.value);
   std::string msg = opts.message.empty() ? fmt::format("import {}", dir) : opts.message;
   auto id = CommitTree(opts.branch, *tree, head, msg, im.logical_, im.files_, &extra);
+  if (id.ok()) im.meter_.Done();
   if (stats_out) *stats_out = stats;
   return id;
 }

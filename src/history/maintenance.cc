@@ -88,8 +88,14 @@ Result<StoreStats> Store::Stats() {
   return st;
 }
 
-Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested) {
+Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const ProgressFn& progress) {
   VerifyReport rep;
+  ProgressMeter meter(progress, "verify");
+  auto report = [&] {
+    meter.state().objects = rep.objects;
+    meter.state().bytes = rep.bytes;
+    meter.Update();
+  };
   objects_->ClearCache();  // read everything back from the database, not from memory
   std::vector<ObjectId> commits = requested;
   std::unordered_set<ObjectId, ObjectIdHash> seen_commits, seen;
@@ -130,6 +136,7 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested) {
         if (!n.ok()) problem(e.id, e.chunked ? "chunked file" : "blob", p, n.status());
         else if (*n != e.size) problem(e.id, "blob", p, Status::Corrupt("size does not match its entry"));
         else rep.bytes += *n;
+        report();
       }
     }
     entry_counts[id] = count;
@@ -152,12 +159,17 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested) {
       problem(c, "commit", "", Status::Corrupt(fmt::format("{} entries in its tree, the commit says {}", entries,
                                                            info->files)));
     for (const auto& p : info->parents) commits.push_back(p);
+    report();
   }
+  meter.state().objects = rep.objects;
+  meter.state().bytes = rep.bytes;
+  meter.Done();
   return rep;
 }
 
-Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots) {
+Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const ProgressFn& progress) {
   GcReport rep;
+  ProgressMeter mark(progress, "gc-mark");
   LFS_TRY(kv_->Flush());
   rep.bytes_before = path_.empty() ? 0 : AllocatedBytes(path_);
   // Mark: commits, trees, file content and chunks reachable from any branch, plus every delta
@@ -173,6 +185,8 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots) {
     auto [kind, id] = work.back();
     work.pop_back();
     if (id.IsZero() || !live[objects::CfOf(kind)].insert(id).second) continue;
+    mark.state().objects++;
+    mark.Update();
     // Keep the chain below this record.
     auto info = objects_->Info(kind, id);
     if (!info.ok()) return info.status().Context("gc mark");
@@ -193,6 +207,8 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots) {
       for (auto& ch : chunks) work.emplace_back(Kind::kChunk, ch.id);
     }
   }
+  mark.Done();
+  ProgressMeter sweep(progress, "gc-sweep");
   // Sweep, in bounded batches.
   kv::Batch b;
   for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
@@ -201,12 +217,15 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots) {
         b.Delete(cf, k);
         rep.objects_deleted++;
       }
+      sweep.state().objects++;
+      sweep.Update();
       return true;
     }));
   }
   LFS_TRY(kv_->Write(b, true));
   objects_->ClearCache();
   LFS_TRY(kv_->CompactAll());
+  sweep.Done();
   rep.bytes_after = path_.empty() ? 0 : AllocatedBytes(path_);
   return rep;
 }
