@@ -23,6 +23,8 @@ namespace layerfs {
 constexpr int kNotFastForward = 0x10001;  // a push or pull that is not a fast-forward
 constexpr int kConflict = 0x10002;        // a merge stopped on conflicts
 constexpr int kDiverged = 0x10003;        // a remote's history or id key does not match the Store's
+constexpr int kTooLarge = 0x10004;        // a message or result over the control protocol's size limit
+constexpr int kProtocol = 0x10005;        // a control message that is not a request, or a version mismatch
 
 class [[nodiscard]] Status {
  public:

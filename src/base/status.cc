@@ -24,6 +24,8 @@ std::string Status::CodeName() const {
     case kNotFastForward: return "NOT_FAST_FORWARD";
     case kConflict: return "CONFLICT";
     case kDiverged: return "DIVERGED";
+    case kTooLarge: return "TOO_LARGE";
+    case kProtocol: return "PROTOCOL";
   }
   const char* name = strerrorname_np(code());
   return name ? name : fmt::format("E{}", code());

@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstdarg>
 #include <fstream>
 #include <sstream>
 
@@ -39,32 +38,6 @@ Result<workspace::WorkspaceRegistry*> Context::Workspaces() {
 std::string Context::Abs(const std::string& path) const {
   if (path.empty() || path[0] == '/') return path;
   return (cwd.empty() ? std::string(".") : cwd) + "/" + path;
-}
-
-static void Append(std::string* dst, const char* fmt, va_list ap) {
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = vsnprintf(nullptr, 0, fmt, ap2);
-  va_end(ap2);
-  if (n <= 0) return;
-  size_t old = dst->size();
-  dst->resize(old + n + 1);
-  vsnprintf(dst->data() + old, n + 1, fmt, ap);
-  dst->resize(old + n);
-}
-
-void Context::Printf(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  Append(&out, fmt, ap);
-  va_end(ap);
-}
-
-void Context::Eprintf(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  Append(&err, fmt, ap);
-  va_end(ap);
 }
 
 // mountinfo escapes space, tab, newline and backslash as \ooo.
@@ -126,40 +99,14 @@ Result<std::string> Context::BranchOfTarget(const std::string& target, std::stri
   return t;
 }
 
-int RunVerbs(Context& ctx, const std::vector<std::string>& argv) {
-  CLI::App app{"layerfs: a versioned filesystem for agent workspaces"};
-  app.require_subcommand(1);
-  std::string store_opt;
-  app.add_option("--store", store_opt, "Store directory (default: $LAYERFS_STORE)");
-  AddAllVerbs(app, ctx);
-  std::vector<std::string> args(argv.rbegin(), argv.rend() - 1);  // CLI11 wants reversed, no argv[0]
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      std::ostringstream o, er;
-      app.exit(e, o, er);
-      ctx.out += o.str();
-      return 0;
-    }
-    ctx.err += fmt::format("layerfs: {}\n", e.what());
-    return 2;
-  }
-  if (ctx.store_path.empty() && !store_opt.empty()) ctx.store_path = ctx.Abs(store_opt);
-  if (!ctx.run) return 2;
-  Status s = ctx.run();
-  if (!s.ok()) {
-    ctx.err += fmt::format("layerfs: {}\n", s.message());
-    return 1;
-  }
-  return 0;
-}
-
-void AddAllVerbs(CLI::App& app, Context& ctx) {
-  AddStoreVerbs(app, ctx);
-  AddHistoryVerbs(app, ctx);
-  AddWorkspaceVerbs(app, ctx);
-  AddMergeVerbs(app, ctx);
+json MountJson(const MountInfo& m) {
+  json j = {{"mountpoint", m.mountpoint}, {"ref", m.ref}, {"commit", m.commit.Hex()},
+            {"read_only", m.read_only}, {"transport", m.transport}};
+  if (!m.branch.empty()) j["branch"] = m.branch;
+  json req = json::object();
+  for (const auto& [op, n] : m.requests) req[op] = n;
+  j["requests"] = std::move(req);
+  return j;
 }
 
 std::string FormatTime(int64_t sec) {

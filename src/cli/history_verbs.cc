@@ -3,81 +3,59 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
-#include <nlohmann/json.hpp>
-
-#include <cstdio>
-
 #include "cli/cli.h"
+#include "cli/json_shapes.h"
+#include "history/file_content.h"
 #include "merge/merge.h"
 
 namespace layerfs::cli {
 
-using nlohmann::json;
-
 namespace {
 
-json CommitJson(const CommitInfo& c) {
-  json parents = json::array();
-  for (const auto& p : c.parents) parents.push_back(p.Hex());
-  return {{"id", c.id.Hex()},           {"parents", parents},         {"message", c.message},
-          {"time", c.time_sec},         {"tree", c.root.Hex()},       {"logical_bytes", c.logical_bytes},
-          {"files", c.files}};
-}
+// The most file content one `cat` result carries: its base64 stays under the protocol's
+// 64 MiB message limit with room for the rest of the message.
+constexpr uint64_t kMaxContent = 32 << 20;
 
-json EntryJson(const TreeEntry& e) {
-  json j = {{"type", EntryTypeName(e.type)}, {"mode", fmt::format("{:04o}", e.mode)}, {"size", e.size}};
-  if (e.type == EntryType::kFile || e.type == EntryType::kDir) j["id"] = e.id.Hex();
-  if (e.type == EntryType::kSymlink) j["target"] = e.target;
-  return j;
-}
-
-void PrintDiff(Context& ctx, const std::vector<DiffEntry>& d, bool stat, bool as_json) {
-  if (as_json) {
-    json arr = json::array();
-    for (const auto& e : d) {
-      json j = {{"path", e.path}, {"change", std::string(1, e.change)}};
-      if (e.before) j["before"] = EntryJson(*e.before);
-      if (e.after) j["after"] = EntryJson(*e.after);
-      arr.push_back(j);
-    }
-    ctx.Printf("%s\n", arr.dump(2).c_str());
-    return;
-  }
+void PrintChanges(const json& d, bool stat, Output& o) {
   size_t counts[256] = {};
   for (const auto& e : d) {
-    counts[static_cast<unsigned char>(e.change)]++;
+    const char change = e["change"].get<std::string>()[0];
+    const std::string path = e["path"].get<std::string>();
+    counts[static_cast<unsigned char>(change)]++;
     if (stat) {
-      int64_t before = e.before ? static_cast<int64_t>(e.before->size) : 0;
-      int64_t after = e.after ? static_cast<int64_t>(e.after->size) : 0;
-      ctx.Printf("%c %-60s %+ld bytes\n", e.change, e.path.c_str(), after - before);
+      int64_t before = e.contains("before") ? e["before"]["size"].get<int64_t>() : 0;
+      int64_t after = e.contains("after") ? e["after"]["size"].get<int64_t>() : 0;
+      o.Outf("{} {:<60} {:+} bytes\n", change, path, after - before);
     } else {
-      ctx.Printf("%c\t%s\n", e.change, e.path.c_str());
+      o.Outf("{}\t{}\n", change, path);
     }
   }
   if (stat)
-    ctx.Printf("%zu paths changed: %zu added, %zu removed, %zu modified, %zu type changed, %zu attributes changed\n",
-                d.size(), counts['A'], counts['D'], counts['M'], counts['T'], counts['P']);
+    o.Outf("{} paths changed: {} added, {} removed, {} modified, {} type changed, {} attributes changed\n", d.size(),
+           counts['A'], counts['D'], counts['M'], counts['T'], counts['P']);
 }
 
 // Git-style lanes, one column per line of history being followed: '*' the commit, '|' the
 // others, then "|\\" where a merge opens a lane for its other parent and "|/" where two lanes
 // reach the same commit and join.
-void PrintGraph(Context& ctx, const std::vector<CommitInfo>& log) {
-  std::vector<ObjectId> lanes;
+void PrintGraph(const json& log, Output& o) {
+  std::vector<std::string> lanes;
   auto row = [&](size_t n, size_t star) {
     std::string r;
     for (size_t i = 0; i < n; i++) r += i == star ? "* " : "| ";
     return r;
   };
   for (const auto& c : log) {
-    auto it = std::find(lanes.begin(), lanes.end(), c.id);
+    const std::string id = c["id"].get<std::string>();
+    auto it = std::find(lanes.begin(), lanes.end(), id);
     size_t col = it - lanes.begin();
-    if (it == lanes.end()) lanes.push_back(c.id);
+    if (it == lanes.end()) lanes.push_back(id);
     // Lanes that were also waiting for this commit join it.
     for (size_t j = lanes.size(); j-- > col + 1;) {
-      if (lanes[j] != c.id) continue;
+      if (lanes[j] != id) continue;
       std::string r;
       for (size_t i = 0; i < lanes.size(); i++) {
         if (i + 1 < j) r += "| ";
@@ -85,186 +63,218 @@ void PrintGraph(Context& ctx, const std::vector<CommitInfo>& log) {
         else if (i > j) r += " /";
       }
       lanes.erase(lanes.begin() + j);
-      ctx.Printf("%s\n", r.substr(0, r.find_last_not_of(' ') + 1).c_str());
+      o.Outf("{}\n", r.substr(0, r.find_last_not_of(' ') + 1));
     }
-    std::string line = row(lanes.size(), col);
-    ctx.Printf("%s%s %s %s\n", line.c_str(), c.id.Hex().substr(0, 12).c_str(), FormatTime(c.time_sec).c_str(),
-               c.message.c_str());
-    if (c.parents.empty()) {
+    o.Outf("{}{} {} {}\n", row(lanes.size(), col), id.substr(0, 12), FormatTime(c["time"].get<int64_t>()),
+           c["message"].get<std::string>());
+    const json& parents = c["parents"];
+    if (parents.empty()) {
       lanes.erase(lanes.begin() + col);
       continue;
     }
-    lanes[col] = c.parents[0];
-    for (size_t p = 1; p < c.parents.size(); p++) {
-      if (std::find(lanes.begin(), lanes.end(), c.parents[p]) != lanes.end()) continue;
-      lanes.insert(lanes.begin() + col + p, c.parents[p]);
+    lanes[col] = parents[0].get<std::string>();
+    for (size_t p = 1; p < parents.size(); p++) {
+      const std::string pid = parents[p].get<std::string>();
+      if (std::find(lanes.begin(), lanes.end(), pid) != lanes.end()) continue;
+      lanes.insert(lanes.begin() + col + p, pid);
       std::string r;
       for (size_t i = 0; i + 1 < lanes.size(); i++) r += i == col ? "|\\" : i < col ? "| " : " \\";
-      ctx.Printf("%s\n", r.c_str());
+      o.Outf("{}\n", r);
     }
   }
 }
 
+Verb Log() {
+  Verb v;
+  v.name = v.cli = "log";
+  v.help = "Commits newest first along first parents (--graph: all of history)";
+  v.read_only = true;
+  v.args = {{"ref", ArgType::kString, "REF", "Where to start (default main)"},
+            {"max_count", ArgType::kInt, "-n,--max-count", "At most N commits"},
+            {"graph", ArgType::kBool, "--graph", "Every commit reachable through all parents, children first, with lanes"}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("ref", "main")));
+    const size_t limit = static_cast<size_t>(a.Int("max_count", 0));
+    std::vector<CommitInfo> log;
+    if (a.Bool("graph")) {
+      LFS_ASSIGN(log, st->LogAll(id, limit));
+    } else {
+      LFS_ASSIGN(log, st->Log(id, limit));
+    }
+    json arr = json::array();
+    for (const auto& e : log) arr.push_back(CommitJson(e));
+    *result = std::move(arr);
+    return Status::Ok();
+  };
+  v.text = [](const Args& a, const json& r, Output& o) {
+    if (a.Bool("graph")) return PrintGraph(r, o);
+    for (const auto& e : r)
+      o.Outf("{} {} {}\n", e["id"].get<std::string>(), FormatTime(e["time"].get<int64_t>()),
+             e["message"].get<std::string>());
+  };
+  return v;
+}
+
+Verb Show() {
+  Verb v;
+  v.name = v.cli = "show";
+  v.help = "A Commit's metadata and the paths it changed";
+  v.read_only = true;
+  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("commit")));
+    LFS_ASSIGN(auto c, st->GetCommit(id));
+    std::vector<DiffEntry> changes;
+    if (!c.parents.empty()) {
+      LFS_ASSIGN(changes, st->Diff(c.parents[0], id));
+    }
+    json j = CommitJson(c);
+    j["changes"] = ChangesJson(changes);
+    *result = std::move(j);
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& c, Output& o) {
+    o.Outf("commit {}\n", c["id"].get<std::string>());
+    if (c["parents"].size() > 1) {
+      // A merge: the paths are those it changed against its first parent, as `git show
+      // --first-parent` lists them.
+      std::string m = "merge ";
+      for (const auto& p : c["parents"]) m += " " + p.get<std::string>().substr(0, 12);
+      o.Outf("{}\n", m);
+    }
+    for (const auto& p : c["parents"]) o.Outf("parent {}\n", p.get<std::string>());
+    o.Outf("tree   {}\ndate   {}\nfiles  {}, {} bytes\n\n    {}\n\n", c["root"].get<std::string>(),
+           FormatTime(c["time"].get<int64_t>()), c["files"].get<uint64_t>(), c["logical_bytes"].get<uint64_t>(),
+           c["message"].get<std::string>());
+    PrintChanges(c["changes"], false, o);
+  };
+  return v;
+}
+
+Verb Diff() {
+  Verb v;
+  v.name = v.cli = "diff";
+  v.help = "Paths added, removed, modified, type- or mode-changed from A to B";
+  v.read_only = true;
+  v.args = {{"a", ArgType::kString, "A", "Old commit, or A...B: from the merge base of A and B to B", true},
+            {"b", ArgType::kString, "B", "New commit"},
+            {"stat", ArgType::kBool, "--stat", "Sizes and a summary", false, true}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    std::string from = a.Str("a"), to = a.Str("b");
+    const auto dots = from.find("...");
+    if (dots != std::string::npos) {
+      if (!to.empty()) return Status::Invalid("diff takes A B or A...B");
+      to = from.substr(dots + 3);
+      from = from.substr(0, dots);
+      if (from.empty() || to.empty()) return Status::Invalid(fmt::format("'{}' is not A...B", a.Str("a")));
+    } else if (to.empty()) {
+      return Status::Invalid("diff takes A B or A...B");
+    }
+    LFS_ASSIGN(ObjectId ia, st->Resolve(from));
+    LFS_ASSIGN(ObjectId ib, st->Resolve(to));
+    if (dots != std::string::npos) {
+      LFS_ASSIGN(auto bases, merge::MergeBases(*st, {ia}, {ib}));
+      if (bases.empty()) return Status::NotFound(fmt::format("{} and {} have no common ancestor", from, to));
+      ia = bases[0];
+    }
+    LFS_ASSIGN(auto d, st->Diff(ia, ib));
+    *result = ChangesJson(d);
+    return Status::Ok();
+  };
+  v.text = [](const Args& a, const json& r, Output& o) { PrintChanges(r, a.Bool("stat"), o); };
+  return v;
+}
+
+Verb Cat() {
+  Verb v;
+  v.name = v.cli = "cat";
+  v.help = "Print a file of a Commit (COMMIT:PATH)";
+  v.read_only = true;
+  v.args = {{"spec", ArgType::kString, "COMMIT:PATH", "What to print", true, true},
+            {"commit", ArgType::kString, "", "Commit (any REF)", true},
+            {"path", ArgType::kString, "", "Path in the Commit's tree", true},
+            {"offset", ArgType::kInt, "", "First byte to return (default 0)"},
+            {"length", ArgType::kInt, "", "At most this many bytes (default: to the end)"}};
+  v.from_cli = [](std::string*, Args* a) -> Status {
+    const std::string spec = a->Str("spec");
+    auto colon = spec.find(':');
+    if (colon == std::string::npos) return Status::Invalid(fmt::format("'{}' is not COMMIT:PATH", spec));
+    a->raw()["commit"] = spec.substr(0, colon);
+    a->raw()["path"] = spec.substr(colon + 1);
+    a->raw().erase("spec");
+    return Status::Ok();
+  };
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("commit")));
+    const std::string path = a.Str("path");
+    LFS_ASSIGN(auto e, st->Lookup(id, path));
+    const uint64_t off = static_cast<uint64_t>(a.Int("offset", 0));
+    uint64_t len = 0;
+    std::string data;
+    if (e.type == EntryType::kDir) return Status::Error(EISDIR, fmt::format("{}: is a directory", path));
+    if (e.type != EntryType::kFile && e.type != EntryType::kSymlink)
+      return Status::Invalid(fmt::format("{}: is a {}", path, EntryTypeName(e.type)));
+    const uint64_t size = e.type == EntryType::kSymlink ? e.target.size() : e.size;
+    len = off >= size ? 0 : size - off;
+    if (a.Has("length")) len = std::min<uint64_t>(len, static_cast<uint64_t>(a.Int("length")));
+    if (len > kMaxContent)
+      return Status::Errorf(kTooLarge, "{} is {} bytes: read it in pieces of at most {} bytes with offset and length",
+                            path, size, kMaxContent);
+    if (e.type == EntryType::kSymlink) {
+      data = e.target.substr(std::min<uint64_t>(off, size), len);
+    } else if (len > 0) {
+      LFS_ASSIGN(data, history::ReadContentRange(st->objects(), e.id, e.chunked, off, len));
+    }
+    *result = {{"path", path},
+               {"type", EntryTypeName(e.type)},
+               {"size", size},
+               {"content_base64", Base64Encode(data)}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) {
+    auto data = Base64Decode(r["content_base64"].get<std::string>());
+    if (data.ok()) o.Out(*data);
+  };
+  return v;
+}
+
+Verb Export() {
+  Verb v;
+  v.name = v.cli = "export";
+  v.help = "Write a Commit's tree into DIR (absent or empty)";
+  v.progress = true;
+  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true},
+            {"dir", ArgType::kString, "DIR", "Target directory (absent or empty)", true}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("commit")));
+    const std::string dir = a.Str("dir");
+    const std::string target = ctx.Abs(dir);
+    struct stat sb;
+    if (lstat(target.c_str(), &sb) == 0) {
+      if (!S_ISDIR(sb.st_mode)) return Status::Error(ENOTDIR, fmt::format("{} is not a directory", dir));
+      std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(target.c_str()), closedir);
+      if (!d) return Status::Errorf(errno, "open {}: {}", dir, strerror(errno));
+      while (dirent* e = readdir(d.get()))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) return Status::Exists(fmt::format("{} is not empty", dir));
+    }
+    LFS_ASSIGN(auto c, st->GetCommit(id));
+    LFS_TRY(st->Export(id, target, ctx.progress));
+    *result = {{"commit", id.Hex()}, {"dir", target}, {"files", c.files}, {"bytes", c.logical_bytes}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json&, Output&) {};
+  return v;
+}
+
 }  // namespace
 
-void AddHistoryVerbs(CLI::App& app, Context& ctx) {
-  {
-    auto* c = app.add_subcommand("log", "Commits newest first along first parents (--graph: all of history)");
-    auto ref = std::make_shared<std::string>("main");
-    auto as_json = std::make_shared<bool>(false);
-    auto graph = std::make_shared<bool>(false);
-    auto limit = std::make_shared<size_t>(0);
-    c->add_option("REF", *ref, "Where to start (default main)");
-    c->add_flag("--json", *as_json, "Print a JSON array");
-    c->add_flag("--graph", *graph, "Every commit reachable through all parents, children first, with lanes");
-    c->add_option("-n,--max-count", *limit, "At most N commits");
-    c->callback([&ctx, ref, as_json, graph, limit] {
-      ctx.run = [&ctx, ref, as_json, graph, limit]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
-        std::vector<CommitInfo> log;
-        if (*graph) {
-          LFS_ASSIGN(log, st->LogAll(id, *limit));
-        } else {
-          LFS_ASSIGN(log, st->Log(id, *limit));
-        }
-        if (*graph && !*as_json) {
-          PrintGraph(ctx, log);
-        } else if (*as_json) {
-          json arr = json::array();
-          for (const auto& e : log) arr.push_back(CommitJson(e));
-          ctx.Printf("%s\n", arr.dump(2).c_str());
-        } else {
-          for (const auto& e : log)
-            ctx.Printf("%s %s %s\n", e.id.Hex().c_str(), FormatTime(e.time_sec).c_str(), e.message.c_str());
-        }
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("show", "A Commit's metadata and the paths it changed");
-    auto ref = std::make_shared<std::string>();
-    auto as_json = std::make_shared<bool>(false);
-    c->add_option("COMMIT", *ref, "Commit")->required();
-    c->add_flag("--json", *as_json, "Print JSON");
-    c->callback([&ctx, ref, as_json] {
-      ctx.run = [&ctx, ref, as_json]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
-        LFS_ASSIGN(auto c, st->GetCommit(id));
-        std::vector<DiffEntry> changes;
-        if (!c.parents.empty()) {
-          LFS_ASSIGN(changes, st->Diff(c.parents[0], id));
-        }
-        if (*as_json) {
-          json j = CommitJson(c);
-          json ch = json::array();
-          for (const auto& e : changes) ch.push_back({{"path", e.path}, {"change", std::string(1, e.change)}});
-          j["changes"] = ch;
-          ctx.Printf("%s\n", j.dump(2).c_str());
-          return Status::Ok();
-        }
-        ctx.Printf("commit %s\n", c.id.Hex().c_str());
-        if (c.parents.size() > 1) {
-          // A merge: the paths are those it changed against its first parent, as `git show
-          // --first-parent` lists them.
-          std::string m = "merge ";
-          for (const auto& p : c.parents) m += " " + p.Hex().substr(0, 12);
-          ctx.Printf("%s\n", m.c_str());
-        }
-        for (const auto& p : c.parents) ctx.Printf("parent %s\n", p.Hex().c_str());
-        ctx.Printf("tree   %s\ndate   %s\nfiles  %lu, %lu bytes\n\n    %s\n\n", c.root.Hex().c_str(),
-                    FormatTime(c.time_sec).c_str(), c.files, c.logical_bytes, c.message.c_str());
-        PrintDiff(ctx, changes, false, false);
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("diff", "Paths added, removed, modified, type- or mode-changed from A to B");
-    auto a = std::make_shared<std::string>();
-    auto b = std::make_shared<std::string>();
-    auto stat = std::make_shared<bool>(false);
-    auto as_json = std::make_shared<bool>(false);
-    c->add_option("A", *a, "Old commit, or A...B: from the merge base of A and B to B")->required();
-    c->add_option("B", *b, "New commit");
-    c->add_flag("--stat", *stat, "Sizes and a summary");
-    c->add_flag("--json", *as_json, "Print a JSON array");
-    c->callback([&ctx, a, b, stat, as_json] {
-      ctx.run = [&ctx, a, b, stat, as_json]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        std::string from = *a, to = *b;
-        const auto dots = from.find("...");
-        if (dots != std::string::npos) {
-          if (!to.empty()) return Status::Invalid("diff takes A B or A...B");
-          to = from.substr(dots + 3);
-          from = from.substr(0, dots);
-          if (from.empty() || to.empty()) return Status::Invalid(fmt::format("'{}' is not A...B", *a));
-        } else if (to.empty()) {
-          return Status::Invalid("diff takes A B or A...B");
-        }
-        LFS_ASSIGN(ObjectId ia, st->Resolve(from));
-        LFS_ASSIGN(ObjectId ib, st->Resolve(to));
-        if (dots != std::string::npos) {
-          LFS_ASSIGN(auto bases, merge::MergeBases(*st, {ia}, {ib}));
-          if (bases.empty()) return Status::NotFound(fmt::format("{} and {} have no common ancestor", from, to));
-          ia = bases[0];
-        }
-        LFS_ASSIGN(auto d, st->Diff(ia, ib));
-        PrintDiff(ctx, d, *stat, *as_json);
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("cat", "Print a file of a Commit (COMMIT:PATH)");
-    auto spec = std::make_shared<std::string>();
-    c->add_option("COMMIT:PATH", *spec, "What to print")->required();
-    c->callback([&ctx, spec] {
-      ctx.run = [&ctx, spec]() -> Status {
-        auto colon = spec->find(':');
-        if (colon == std::string::npos) return Status::Invalid(fmt::format("'{}' is not COMMIT:PATH", *spec));
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        LFS_ASSIGN(ObjectId id, st->Resolve(spec->substr(0, colon)));
-        std::string path = spec->substr(colon + 1);
-        LFS_ASSIGN(auto e, st->Lookup(id, path));
-        std::string data;
-        if (e.type == EntryType::kSymlink) data = e.target;
-        else if (e.type == EntryType::kDir) return Status::Error(EISDIR, fmt::format("{}: is a directory", path));
-        else if (e.type != EntryType::kFile) return Status::Invalid(fmt::format("{}: is a {}", path, EntryTypeName(e.type)));
-        else {
-          LFS_ASSIGN(data, st->ReadFile(e));
-        }
-        ctx.out += data;
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("export", "Write a Commit's tree into DIR (absent or empty)");
-    auto ref = std::make_shared<std::string>();
-    auto dir = std::make_shared<std::string>();
-    c->add_option("COMMIT", *ref, "Commit")->required();
-    c->add_option("DIR", *dir, "Target directory")->required();
-    c->callback([&ctx, ref, dir] {
-      ctx.run = [&ctx, ref, dir]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        LFS_ASSIGN(ObjectId id, st->Resolve(*ref));
-        std::string target = ctx.Abs(*dir);
-        struct stat sb;
-        if (lstat(target.c_str(), &sb) == 0) {
-          if (!S_ISDIR(sb.st_mode)) return Status::Error(ENOTDIR, fmt::format("{} is not a directory", *dir));
-          std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(target.c_str()), closedir);
-          if (!d) return Status::Errorf(errno, "open {}: {}", *dir, strerror(errno));
-          while (dirent* e = readdir(d.get()))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-              return Status::Exists(fmt::format("{} is not empty", *dir));
-        }
-        return st->Export(id, target);
-      };
-    });
-  }
+void AddHistoryVerbs(std::vector<Verb>* out) {
+  for (auto& v : {Log(), Show(), Diff(), Cat(), Export()}) out->push_back(v);
 }
 
 }  // namespace layerfs::cli

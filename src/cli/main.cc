@@ -1,5 +1,6 @@
-// layerfs: runs a verb here, or forwards it to the layerfsd that holds the Store (starting one
-// for `mount`). Prints the verb's output; a failure is one line "layerfs: ..." and exit 1.
+// layerfs: runs a verb of the verb table here, or sends it to the layerfsd that holds the Store
+// (starting one for `mount`), and prints its result: text, or with --json the control
+// protocol's result. A failure is one line "layerfs: ..." and exit 1; a usage error exit 2.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,12 +12,20 @@
 #include <set>
 #include <thread>
 
-#include "cli/cli.h"
-#include "control/protocol.h"
+#include "cli/command_line.h"
+#include "cli/json_shapes.h"
+#include "client/client.h"
+#include "client/session.h"
+#include "client/terminal_progress.h"
 
 namespace {
 
 using namespace layerfs;
+
+int Fail(const std::string& msg, int code = 1) {
+  fprintf(stderr, "layerfs: %s\n", msg.c_str());
+  return code;
+}
 
 std::string SelfDir() {
   char buf[PATH_MAX];
@@ -34,45 +43,24 @@ std::string DaemonPath() {
   return "layerfsd";
 }
 
-int Emit(const std::string& out, const std::string& err, int code) {
-  fwrite(out.data(), 1, out.size(), stdout);
-  fwrite(err.data(), 1, err.size(), stderr);
-  return code;
-}
-
-int Fail(const std::string& msg, int code = 1) { return Emit("", "layerfs: " + msg + "\n", code); }
-
-// A daemon that served its last unmount stops listening before it has closed the Store: wait
-// for that process to end before starting another.
-void WaitForExitingDaemon(const std::string& store) {
-  FILE* f = fopen(control::PidPath(store).c_str(), "r");
-  if (!f) return;
-  long pid = 0;
-  if (fscanf(f, "%ld", &pid) != 1) pid = 0;
-  fclose(f);
-  for (int i = 0; pid > 0 && i < 300 && kill(static_cast<pid_t>(pid), 0) == 0; i++)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-}
-
-// Starts layerfsd for `store` and waits until it answers (it daemonises itself).
-Status StartDaemon(const std::string& store) {
-  WaitForExitingDaemon(store);
-  pid_t pid = fork();
-  if (pid < 0) return Status::Errorf(errno, "fork: {}", strerror(errno));
-  if (pid == 0) {
-    std::string d = DaemonPath();
-    execlp(d.c_str(), d.c_str(), "--store", store.c_str(), static_cast<char*>(nullptr));
-    fprintf(stderr, "layerfs: cannot run %s: %s\n", d.c_str(), strerror(errno));
-    _exit(127);
+// `cat` prints file content in windows, so a large file never has to fit in one protocol
+// message (or in memory).
+int Cat(client::Session& session, const cli::CommandLine& cl, cli::Output& o) {
+  constexpr int64_t kWindow = 16 << 20;
+  int64_t off = 0;
+  for (;;) {
+    nlohmann::json a = cl.args.raw();
+    a["offset"] = off;
+    a["length"] = kWindow;
+    nlohmann::json result;
+    Status s = session.Call(*cl.verb, cli::Args(a), &result);
+    if (!s.ok()) return cli::PrintOutcome(cl, s, nullptr, o);
+    auto data = cli::Base64Decode(result["content_base64"].get<std::string>());
+    if (!data.ok()) return cli::PrintOutcome(cl, data.status(), nullptr, o);
+    o.Out(*data);
+    off += static_cast<int64_t>(data->size());
+    if (static_cast<int64_t>(data->size()) < kWindow || off >= result["size"].get<int64_t>()) return 0;
   }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return Status::Error(EIO, "layerfsd failed to start");
-  for (int i = 0; i < 200; i++) {
-    if (control::DaemonRunning(store)) return Status::Ok();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return Status::Error(ETIMEDOUT, "layerfsd did not answer");
 }
 
 // `mount -t fuse.layerfs STORE:REF DIR -o OPTS` and fstab entries of that type reach us through
@@ -118,78 +106,52 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   auto helper = FromMountHelper(args);
   if (!helper.ok()) return Fail(helper.status().message(), 2);
-  std::vector<char*> helper_argv;
-  if (*helper) {
-    args = std::move(**helper);
-    for (auto& a : args) helper_argv.push_back(a.data());
-    argc = static_cast<int>(helper_argv.size());
-    helper_argv.push_back(nullptr);
-    argv = helper_argv.data();
-  }
-  char cwd[PATH_MAX];
-  cli::Context ctx;
-  ctx.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/";
-  // A first pass parses the command line here: usage errors and --help never need a daemon,
-  // and it tells the verb and the store.
-  std::string verb, store;
-  bool foreground = false;
-  {
-    cli::Context probe;
-    probe.cwd = ctx.cwd;
-    CLI::App app;
-    app.require_subcommand(1);
-    std::string store_opt;
-    app.add_option("--store", store_opt);
-    cli::AddAllVerbs(app, probe);
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      if (e.get_exit_code() == 0) return app.exit(e);
-      return Fail(e.what(), 2);
-    }
-    verb = app.get_subcommands().at(0)->get_name();
-    if (verb == "mount") foreground = app.get_subcommand("mount")->get_option("-f")->as<bool>();
-    store = store_opt;
-  }
+  if (*helper) args = std::move(**helper);
+  cli::StdOutput o;
+  cli::CommandLine cl = cli::ParseCommandLine(args, o);
+  if (cl.exit >= 0) return cl.exit;
+  const cli::Verb& verb = *cl.verb;
+  char cwd_buf[PATH_MAX];
+  const std::string cwd = getcwd(cwd_buf, sizeof cwd_buf) ? cwd_buf : "/";
+  std::string store = cl.store;
   if (store.empty()) {
     if (const char* env = getenv("LAYERFS_STORE")) store = env;
   }
-  if (store.empty() && verb != "init") {
+  if (store.empty() && verb.name != "init") {
     // A verb on a mount finds its Store from the mount.
     for (size_t i = 2; i < args.size() && store.empty(); i++)
-      if (args[i][0] != '-') store = cli::StoreOfMount(args[i]);
-    if (store.empty()) store = cli::StoreOfMount(ctx.cwd);
+      if (!args[i].empty() && args[i][0] != '-') store = cli::StoreOfMount(args[i]);
+    if (store.empty()) store = cli::StoreOfMount(cwd);
   }
   if (!store.empty()) {
     char real[PATH_MAX];
     if (realpath(store.c_str(), real)) store = real;
+    else if (store[0] != '/') store = cwd + "/" + store;
   }
-  ctx.store_path = store;
-  if (verb != "init" && !store.empty()) {
-    bool running = control::DaemonRunning(store);
-    if (!running && verb == "mount") {
-      if (foreground) {
-        // Become the daemon, with the mount as its first request.
-        std::string d = DaemonPath();
-        std::vector<std::string> dargs = {d, "--store", store, "-f", "--then"};
-        for (int i = 1; i < argc; i++) dargs.push_back(argv[i]);
-        std::vector<char*> cargs;
-        for (auto& a : dargs) cargs.push_back(a.data());
-        cargs.push_back(nullptr);
-        execvp(d.c_str(), cargs.data());
-        return Fail(fmt::format("cannot run {}: {}", d, strerror(errno)));
-      }
-      Status s = StartDaemon(store);
-      if (!s.ok()) return Fail(s.message());
-      running = true;
-    }
-    if (running) {
-      auto resp = control::Call(store, {args, ctx.cwd});
-      if (resp.ok()) return Emit(resp->out, resp->err, resp->exit);
-      if (verb == "mount") return Fail(resp.status().message());
-      // The daemon went away between the check and the call: run here.
+  if (verb.name == "exec") return client::RunExec(store, cwd, cl);
+  if (verb.name == "mcp") return client::RunMcp(store, cwd);
+  client::Session session(verb.name == "init" ? "" : store, cwd);
+  if (verb.name != "init" && !store.empty() && !session.Connect() && verb.name == "mount") {
+    if (cl.all.Bool("foreground")) {
+      // Become the daemon, with the mount as its first request.
+      std::string d = DaemonPath();
+      std::vector<std::string> dargs = {d, "--store", store, "-f", "--then"};
+      dargs.insert(dargs.end(), args.begin() + 1, args.end());
+      std::vector<char*> cargs;
+      for (auto& a : dargs) cargs.push_back(a.data());
+      cargs.push_back(nullptr);
+      execvp(d.c_str(), cargs.data());
+      return Fail(fmt::format("cannot run {}: {}", d, strerror(errno)));
     }
   }
-  int code = cli::RunVerbs(ctx, args);
-  return Emit(ctx.out, ctx.err, code);
+  if (verb.name == "mount") {
+    // Through ConnectOrStart even when a daemon answered: one that was exiting is replaced.
+    Status s = session.ConnectOrStart(-1);
+    if (!s.ok()) return Fail(s.message());
+  }
+  if (verb.name == "cat" && !cl.as_json) return Cat(session, cl, o);
+  client::TerminalProgress progress;
+  nlohmann::json result;
+  Status s = session.Call(verb, cl.args, &result, progress.fn());
+  return cli::PrintOutcome(cl, s, result, o);
 }

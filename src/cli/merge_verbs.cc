@@ -1,13 +1,14 @@
-// The merge verb: `layerfs merge SOURCE [--into BRANCH|MOUNTPOINT] ...`, --continue, --abort.
-// The library call (merge/merge_into.h) returns a typed outcome; text and --json are both
-// rendered from it here. Exit 0 when merged (or up to date), 1 when stopped on conflicts or on
-// an error.
+// The merge verbs: `layerfs merge SOURCE [--into BRANCH|MOUNTPOINT] ...`, cherry-pick, revert,
+// each with --continue and --abort. The library call (merge/merge_into.h) returns a typed
+// outcome; the result (the protocol's, and --json) and the text are both made from it here.
+// Conflicts are a CONFLICT failure that carries the result (the conflicts): exit 1 in the CLI.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "cli/json_shapes.h"
 #include "merge/merge_into.h"
 
 namespace layerfs::cli {
@@ -18,24 +19,9 @@ namespace {
 
 json IdOrNull(const std::optional<ObjectId>& id) { return id ? json(id->Hex()) : json(nullptr); }
 
-json SideId(const std::optional<TreeEntry>& e) {
-  if (!e) return nullptr;
-  if (e->type == EntryType::kSymlink) return e->target;
-  return e->id.Hex();
-}
-
 json OutcomeJson(const merge::MergeOutcome& o) {
   json conflicts = json::array();
-  for (const auto& c : o.conflicts) {
-    json sides = json::array();
-    for (const auto& s : c.sides) sides.push_back(s);
-    conflicts.push_back({{"path", c.path},
-                         {"kind", merge::ConflictKindName(c.kind)},
-                         {"base", SideId(c.base)},
-                         {"ours", SideId(c.ours)},
-                         {"theirs", SideId(c.theirs)},
-                         {"sides", sides}});
-  }
+  for (const auto& c : o.conflicts) conflicts.push_back(ConflictJson(c));
   json bases = json::array();
   for (const auto& b : o.bases) bases.push_back(b.Hex());
   return {{"commit", IdOrNull(o.commit)},
@@ -62,10 +48,25 @@ Status SyncMountAt(const std::string& mp) {
 struct MergeArgs {
   std::string op = "merge";  // or cherry-pick, revert
   std::string source, into, message, strategy, favor;
-  bool ff_only = false, no_ff = false, cont = false, abort = false, as_json = false;
+  bool ff_only = false, no_ff = false, cont = false, abort = false;
 };
 
-Status RunMerge(Context& ctx, const MergeArgs& a) {
+MergeArgs FromArgs(const std::string& op, const Args& in) {
+  MergeArgs a;
+  a.op = op;
+  a.source = in.Str(op == "merge" ? "source" : "commit");
+  a.into = in.Str("into");
+  a.message = in.Str("message");
+  a.strategy = in.Str("strategy");
+  a.favor = in.Str("strategy_option");
+  a.ff_only = in.Bool("ff_only");
+  a.no_ff = in.Bool("no_ff");
+  a.cont = in.Bool("continue");
+  a.abort = in.Bool("abort");
+  return a;
+}
+
+Status RunMerge(Context& ctx, const MergeArgs& a, json* result) {
   if (a.cont + a.abort + !a.source.empty() != 1)
     return Status::Invalid(fmt::format("{} takes {}, or --continue, or --abort", a.op, a.op == "merge" ? "SOURCE" : "COMMIT"));
   if (a.ff_only && a.no_ff) return Status::Invalid("--ff-only and --no-ff exclude each other");
@@ -98,8 +99,7 @@ Status RunMerge(Context& ctx, const MergeArgs& a) {
   if (a.cont || a.abort) {
     if (a.abort) {
       LFS_TRY(merge::AbortMerge(*st, *ws));
-      if (a.as_json) ctx.Printf("%s\n", json({{"aborted", true}, {"branch", branch}}).dump(2).c_str());
-      else ctx.Printf("%s into %s aborted\n", a.op.c_str(), branch.c_str());
+      *result = {{"aborted", true}, {"branch", branch}, {"op", a.op}};
       return Status::Ok();
     }
     LFS_ASSIGN(out, merge::ContinueMerge(*st, *ws, a.message));
@@ -152,24 +152,12 @@ Status RunMerge(Context& ctx, const MergeArgs& a) {
     }
   }
   release();
-  if (a.as_json) {
-    json j = OutcomeJson(out);
-    j["branch"] = branch;
-    if (!mp.empty()) j["mountpoint"] = mp;
-    ctx.Printf("%s\n", j.dump(2).c_str());
-  } else if (out.up_to_date) {
-    ctx.Printf("already up to date\n");
-  } else if (out.commit) {
-    ctx.Printf("%s %s\n", out.fast_forward ? "fast-forward" : a.op == "merge" ? "merged" : "committed",
-               out.commit->Hex().c_str());
-  }
+  json j = OutcomeJson(out);
+  j["branch"] = branch;
+  j["op"] = a.op;
+  if (!mp.empty()) j["mountpoint"] = mp;
+  *result = std::move(j);
   if (out.conflicts.empty()) return Status::Ok();
-  if (!a.as_json)
-    for (const auto& c : out.conflicts) {
-      ctx.Printf("CONFLICT (%s): %s", merge::ConflictKindName(c.kind), c.path.c_str());
-      for (const auto& s : c.sides) ctx.Printf(" [%s]", s.c_str());
-      ctx.Printf("\n");
-    }
   if (out.stopped)
     return Status::Errorf(kConflict, "{} stopped on {} conflict(s): resolve them in {}, then `layerfs {} --continue` (or --abort)",
                           a.op, out.conflicts.size(), mp, a.op);
@@ -177,37 +165,70 @@ Status RunMerge(Context& ctx, const MergeArgs& a) {
                         out.conflicts.size());
 }
 
-}  // namespace
-
-void AddPickVerb(CLI::App& app, Context& ctx, const char* name, const char* help) {
-  auto* c = app.add_subcommand(name, help);
-  auto a = std::make_shared<MergeArgs>();
-  a->op = name;
-  c->add_option("COMMIT", a->source, "The Commit (any REF)");
-  c->add_option("--into", a->into, "Branch or mountpoint (default: the mount holding the working directory)");
-  c->add_option("-X,--strategy-option", a->favor, "ours or theirs: conflicts take that side");
-  c->add_flag("--continue", a->cont, "Commit once the conflicts are resolved");
-  c->add_flag("--abort", a->abort, "Put the Workspace back as it was");
-  c->add_flag("--json", a->as_json, "Print one JSON object");
-  c->callback([&ctx, a] { ctx.run = [&ctx, a]() { return RunMerge(ctx, *a); }; });
+void MergeText(const Args&, const json& r, Output& o) {
+  const std::string op = r.value("op", "merge");
+  if (r.value("aborted", false)) {
+    o.Outf("{} into {} aborted\n", op, r["branch"].get<std::string>());
+    return;
+  }
+  if (r["up_to_date"].get<bool>()) {
+    o.Out("already up to date\n");
+  } else if (!r["commit"].is_null()) {
+    o.Outf("{} {}\n", r["fast_forward"].get<bool>() ? "fast-forward" : op == "merge" ? "merged" : "committed",
+           r["commit"].get<std::string>());
+  }
+  for (const auto& c : r["conflicts"]) {
+    o.Outf("CONFLICT ({}): {}", c["kind"].get<std::string>(), c["path"].get<std::string>());
+    for (const auto& s : c["sides"]) o.Outf(" [{}]", s.get<std::string>());
+    o.Out("\n");
+  }
 }
 
-void AddMergeVerbs(CLI::App& app, Context& ctx) {
-  AddPickVerb(app, ctx, "cherry-pick", "Apply the change a Commit made onto a branch, as a new Commit");
-  AddPickVerb(app, ctx, "revert", "Undo the change a Commit made, as a new Commit on a branch");
-  auto* c = app.add_subcommand("merge", "Merge SOURCE into a branch (a mount's live Workspace, or the Store)");
-  auto a = std::make_shared<MergeArgs>();
-  c->add_option("SOURCE", a->source, "Branch, commit, prefix, REF~N or REF^N to merge in");
-  c->add_option("--into", a->into, "Branch or mountpoint to merge into (default: the mount holding the working directory)");
-  c->add_option("-m,--message", a->message, "Message of the merge Commit");
-  c->add_flag("--ff-only", a->ff_only, "Refuse unless the branch can fast-forward");
-  c->add_flag("--no-ff", a->no_ff, "Make a merge Commit even when a fast-forward is possible");
-  c->add_option("-s,--strategy", a->strategy, "ours or theirs: that side's whole tree is the merge's");
-  c->add_option("-X,--strategy-option", a->favor, "ours or theirs: conflicts take that side");
-  c->add_flag("--continue", a->cont, "Commit a stopped merge once its conflicts are resolved");
-  c->add_flag("--abort", a->abort, "Put the Workspace back as it was before a stopped merge");
-  c->add_flag("--json", a->as_json, "Print one JSON object");
-  c->callback([&ctx, a] { ctx.run = [&ctx, a]() { return RunMerge(ctx, *a); }; });
+const ArgSpec kInto = {"into", ArgType::kString, "--into",
+                       "Branch or mountpoint (default: the mount holding the working directory)"};
+const ArgSpec kFavor = {"strategy_option", ArgType::kString, "-X,--strategy-option",
+                        "ours or theirs: conflicts take that side"};
+
+Verb Pick(const char* name, const char* cli, const char* help) {
+  Verb v;
+  v.name = name;
+  v.cli = cli;
+  v.help = help;
+  v.args = {{"commit", ArgType::kString, "COMMIT", "The Commit (any REF)"},
+            kInto,
+            kFavor,
+            {"continue", ArgType::kBool, "--continue", "Commit once the conflicts are resolved"},
+            {"abort", ArgType::kBool, "--abort", "Put the Workspace back as it was"}};
+  const std::string op = cli;
+  v.run = [op](Context& ctx, const Args& a, json* result) { return RunMerge(ctx, FromArgs(op, a), result); };
+  v.text = MergeText;
+  return v;
+}
+
+Verb Merge() {
+  Verb v;
+  v.name = v.cli = "merge";
+  v.help = "Merge SOURCE into a branch (a mount's live Workspace, or the Store)";
+  v.args = {{"source", ArgType::kString, "SOURCE", "Branch, commit, prefix, REF~N or REF^N to merge in"},
+            kInto,
+            {"message", ArgType::kString, "-m,--message", "Message of the merge Commit"},
+            {"ff_only", ArgType::kBool, "--ff-only", "Refuse unless the branch can fast-forward"},
+            {"no_ff", ArgType::kBool, "--no-ff", "Make a merge Commit even when a fast-forward is possible"},
+            {"strategy", ArgType::kString, "-s,--strategy", "ours or theirs: that side's whole tree is the merge's"},
+            kFavor,
+            {"continue", ArgType::kBool, "--continue", "Commit a stopped merge once its conflicts are resolved"},
+            {"abort", ArgType::kBool, "--abort", "Put the Workspace back as it was before a stopped merge"}};
+  v.run = [](Context& ctx, const Args& a, json* result) { return RunMerge(ctx, FromArgs("merge", a), result); };
+  v.text = MergeText;
+  return v;
+}
+
+}  // namespace
+
+void AddMergeVerbs(std::vector<Verb>* out) {
+  out->push_back(Merge());
+  out->push_back(Pick("cherry_pick", "cherry-pick", "Apply the change a Commit made onto a branch, as a new Commit"));
+  out->push_back(Pick("revert", "revert", "Undo the change a Commit made, as a new Commit on a branch"));
 }
 
 }  // namespace layerfs::cli

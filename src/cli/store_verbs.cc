@@ -1,15 +1,11 @@
-// Verbs that create and maintain a Store: init, import, fork, branch, stats, verify, gc.
+// Verbs that create and maintain a Store: init, import, fork, branches, branch_delete, stats,
+// verify, gc.
 #include <sys/stat.h>
 
-#include <nlohmann/json.hpp>
-
-#include <cstdio>
-
 #include "cli/cli.h"
+#include "cli/json_shapes.h"
 
 namespace layerfs::cli {
-
-using nlohmann::json;
 
 namespace {
 
@@ -32,167 +28,254 @@ json StatsJson(const StoreStats& s) {
 
 std::string Mb(uint64_t b) { return fmt::format("{:.2f} MB", b / 1e6); }
 
+Status NotBusy(Context& ctx, const std::string& branch, const char* what) {
+  if (!ctx.mounts) return Status::Ok();
+  if (auto mp = ctx.mounts->MountpointOf(branch))
+    return Status::Error(EBUSY, fmt::format("branch '{}' is mounted at {}{}", branch, *mp, what));
+  return Status::Ok();
+}
+
+Verb Init() {
+  Verb v;
+  v.name = v.cli = "init";
+  v.help = "Create a Store with branch main";
+  v.protocol = v.mcp = false;  // no Store to be held yet: the CLI runs it itself
+  v.args = {{"store", ArgType::kString, "STORE", "Store directory to create", true},
+            {"policy", ArgType::kString, "--policy", "Delta-chain caps W/C/M (whole-file/chunk/metadata), default 16/8/8"},
+            {"from", ArgType::kString, "--from", "Directory to make the first Commit"},
+            {"message", ArgType::kString, "-m,--message", "Message of the first Commit"}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Policy p, Policy::Parse(a.Str("policy", "16/8/8")));
+    const std::string from = a.Str("from");
+    if (!from.empty()) {
+      struct stat sb;
+      if (stat(ctx.Abs(from).c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return Status::NotFound(fmt::format("--from {}: not a directory", from));
+    }
+    const std::string path = ctx.Abs(a.Str("store"));
+    LFS_ASSIGN(auto st, Store::Create(path, p));
+    LFS_ASSIGN(auto head, st->BranchHead("main"));
+    json r = {{"store", path}, {"policy", p.ToString()}, {"commit", head ? head->Hex() : ""}};
+    if (!from.empty()) {
+      ImportOptions o;
+      o.message = a.Str("message", "initial import");
+      if (o.message.empty()) o.message = "initial import";
+      o.progress = ctx.progress;
+      LFS_ASSIGN(ObjectId id, st->Import(ctx.Abs(from), o));
+      r["commit"] = id.Hex();
+      r["imported"] = true;
+    }
+    *result = r;
+    return Status::Ok();
+  };
+  v.text = [](const Args& a, const json& r, Output& o) {
+    if (r.value("imported", false)) o.Outf("{}\n", r["commit"].get<std::string>());
+  };
+  return v;
+}
+
+Verb Import() {
+  Verb v;
+  v.name = v.cli = "import";
+  v.help = "Commit a directory's tree as the next Commit of a branch";
+  v.progress = true;
+  v.args = {{"dir", ArgType::kString, "DIR", "Directory to import", true},
+            {"branch", ArgType::kString, "-b,--branch", "Branch (default main)"},
+            {"message", ArgType::kString, "-m,--message", "Commit message"},
+            {"verbose", ArgType::kBool, "-v,--verbose", "Print what was hashed and stored", false, true}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    ImportOptions o;
+    o.branch = a.Str("branch", "main");
+    o.message = a.Str("message");
+    o.progress = ctx.progress;
+    LFS_TRY(NotBusy(ctx, o.branch, "; commit there instead"));
+    ImportStats stats;
+    LFS_ASSIGN(ObjectId id, st->Import(ctx.Abs(a.Str("dir")), o, &stats));
+    LFS_ASSIGN(auto* reg, ctx.Workspaces());
+    reg->Drop(o.branch);
+    *result = {{"commit", id.Hex()},          {"files", stats.files},
+               {"dirs", stats.dirs},          {"hashed", stats.hashed},
+               {"stat_hits", stats.stat_hits}, {"objects_added", stats.objects_added},
+               {"bytes_added", stats.bytes_added}};
+    return Status::Ok();
+  };
+  v.text = [](const Args& a, const json& r, Output& o) {
+    o.Outf("{}\n", r["commit"].get<std::string>());
+    if (a.Bool("verbose"))
+      o.Errf("files {}, dirs {}, hashed {}, unchanged by stat {}, objects added {} ({} bytes)\n",
+             r["files"].get<uint64_t>(), r["dirs"].get<uint64_t>(), r["hashed"].get<uint64_t>(),
+             r["stat_hits"].get<uint64_t>(), r["objects_added"].get<uint64_t>(), r["bytes_added"].get<uint64_t>());
+  };
+  return v;
+}
+
+Verb Fork() {
+  Verb v;
+  v.name = v.cli = "fork";
+  v.help = "Create branch NEW at FROM (a branch, commit, prefix or REF~N), O(1)";
+  v.args = {{"name", ArgType::kString, "NEW", "New branch name", true},
+            {"from", ArgType::kString, "FROM", "Where the branch starts (default main)"}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    const std::string name = a.Str("name");
+    LFS_TRY(st->Fork(name, a.Str("from", "main")));
+    LFS_ASSIGN(auto head, st->BranchHead(name));
+    *result = {{"branch", name}, {"commit", head ? head->Hex() : ""}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) {
+    o.Outf("{} {}\n", r["branch"].get<std::string>(), r["commit"].get<std::string>());
+  };
+  return v;
+}
+
+Verb Branches() {
+  Verb v;
+  v.name = "branches";
+  v.cli = "branch";
+  v.help = "List branches with their heads, or delete one";
+  v.read_only = true;
+  v.args = {{"delete", ArgType::kString, "-d,--delete", "Delete branch NAME", false, true}};
+  v.run = [](Context& ctx, const Args&, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(auto branches, st->Branches());
+    json arr = json::array();
+    for (auto& [name, head] : branches) {
+      json b = {{"name", name}, {"commit", head.Hex()}};
+      if (ctx.mounts)
+        if (auto mp = ctx.mounts->MountpointOf(name)) b["mountpoint"] = *mp;
+      arr.push_back(std::move(b));
+    }
+    *result = std::move(arr);
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) {
+    for (const auto& b : r) o.Outf("{} {}\n", b["name"].get<std::string>(), b["commit"].get<std::string>());
+  };
+  v.from_cli = [](std::string* verb, Args* a) -> Status {
+    if (a->Has("delete")) {
+      *verb = "branch_delete";
+      a->raw()["name"] = a->Str("delete");
+      a->raw().erase("delete");
+    }
+    return Status::Ok();
+  };
+  return v;
+}
+
+Verb BranchDelete() {
+  Verb v;
+  v.name = "branch_delete";
+  v.destructive = true;
+  v.help = "Delete a branch (its Commits stay until gc frees what no branch reaches)";
+  v.args = {{"name", ArgType::kString, "", "Branch to delete", true}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    const std::string name = a.Str("name");
+    LFS_TRY(NotBusy(ctx, name, ""));
+    LFS_TRY(st->DeleteBranch(name));
+    LFS_ASSIGN(auto* reg, ctx.Workspaces());
+    reg->Drop(name);
+    LFS_TRY(workspace::DropWorkspaceState(*st, name));
+    *result = {{"branch", name}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json&, Output&) {};
+  return v;
+}
+
+Verb Stats() {
+  Verb v;
+  v.name = v.cli = "stats";
+  v.help = "Allocated bytes split payload/metadata/other, objects, chain depths";
+  v.read_only = true;
+  v.run = [](Context& ctx, const Args&, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(auto s, st->Stats());
+    *result = StatsJson(s);
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) {
+    auto u = [&](const char* k) { return r[k].get<uint64_t>(); };
+    o.Outf("policy {}, {} commits, {} branches\n", r["policy"].get<std::string>(), u("commits"), u("branches"));
+    o.Outf("allocated {} = payload {} + metadata {} + other {}\n", Mb(u("allocated_bytes")), Mb(u("payload_bytes")),
+           Mb(u("metadata_bytes")), Mb(u("other_bytes")));
+    o.Outf("logical {} in all commits ({:.1f}x the allocated bytes)\n", Mb(u("logical_bytes")),
+           u("allocated_bytes") ? double(u("logical_bytes")) / u("allocated_bytes") : 0.0);
+    for (const auto& [kind, n] : r["objects"].items()) {
+      o.Outf("{:<10} {:>8} objects, depths:", kind, n.get<uint64_t>());
+      // Depths in numeric order (JSON object keys sort as strings).
+      std::map<uint32_t, uint64_t> depths;
+      if (r["depth_histogram"].contains(kind))
+        for (const auto& [d, cnt] : r["depth_histogram"][kind].items()) depths[std::stoul(d)] = cnt.get<uint64_t>();
+      for (const auto& [d, cnt] : depths) o.Outf(" {}:{}", d, cnt);
+      o.Out("\n");
+    }
+    const json& m = r["max_chain_depth"];
+    o.Outf("max chain depth whole {}, chunk {}, metadata {}\n", m.value("whole", 0u), m.value("chunk", 0u),
+           m.value("metadata", 0u));
+  };
+  return v;
+}
+
+Verb Verify() {
+  Verb v;
+  v.name = v.cli = "verify";
+  v.help = "Read back every object reachable from COMMITs (default all) and check hashes";
+  v.read_only = true;
+  v.progress = true;
+  v.args = {{"commits", ArgType::kStrings, "COMMIT", "Commits to verify (default: every branch's history)"}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    std::vector<ObjectId> ids;
+    for (const auto& spec : a.Strings("commits")) {
+      LFS_ASSIGN(ObjectId id, st->Resolve(spec));
+      ids.push_back(id);
+    }
+    LFS_ASSIGN(auto rep, st->Verify(ids, ctx.progress));
+    *result = {{"ok", rep.ok()},   {"commits", rep.commits},    {"objects", rep.objects},
+               {"bytes", rep.bytes}, {"problems", rep.problems}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) {
+    for (const auto& p : r["problems"]) o.Outf("damaged: {}\n", p.get<std::string>());
+    o.Outf("{} commits, {} objects, {} bytes verified, {} problems\n", r["commits"].get<uint64_t>(),
+           r["objects"].get<uint64_t>(), r["bytes"].get<uint64_t>(), r["problems"].size());
+  };
+  v.cli_status = [](const json& r) {
+    if (r["ok"].get<bool>()) return Status::Ok();
+    return Status::Errorf(EIO, "verify found {} damaged object(s)", r["problems"].size());
+  };
+  return v;
+}
+
+Verb Gc() {
+  Verb v;
+  v.name = v.cli = "gc";
+  v.help = "Free what no branch reaches any more";
+  v.destructive = true;
+  v.progress = true;
+  v.run = [](Context& ctx, const Args&, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(auto roots, workspace::MergeRoots(*st));  // merges stopped on conflicts keep theirs
+    LFS_ASSIGN(auto rep, st->Gc(roots, ctx.progress));
+    *result = {{"objects_deleted", rep.objects_deleted},
+               {"bytes_before", rep.bytes_before},
+               {"bytes_after", rep.bytes_after}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) {
+    o.Outf("deleted {} objects; allocated {} -> {}\n", r["objects_deleted"].get<uint64_t>(),
+           Mb(r["bytes_before"].get<uint64_t>()), Mb(r["bytes_after"].get<uint64_t>()));
+  };
+  return v;
+}
+
 }  // namespace
 
-void AddStoreVerbs(CLI::App& app, Context& ctx) {
-  {
-    auto* c = app.add_subcommand("init", "Create a Store with branch main");
-    auto path = std::make_shared<std::string>();
-    auto policy = std::make_shared<std::string>("16/8/8");
-    auto from = std::make_shared<std::string>();
-    auto msg = std::make_shared<std::string>();
-    c->add_option("STORE", *path, "Store directory to create")->required();
-    c->add_option("--policy", *policy, "Delta-chain caps W/C/M (whole-file/chunk/metadata)");
-    c->add_option("--from", *from, "Directory to make the first Commit");
-    c->add_option("-m,--message", *msg, "Message of the first Commit");
-    c->callback([&ctx, path, policy, from, msg] {
-      ctx.run = [&ctx, path, policy, from, msg]() -> Status {
-        LFS_ASSIGN(Policy p, Policy::Parse(*policy));
-        if (!from->empty()) {
-          struct stat sb;
-          if (stat(from->c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return Status::NotFound(fmt::format("--from {}: not a directory", *from));
-        }
-        LFS_ASSIGN(auto st, Store::Create(ctx.Abs(*path), p));
-        if (!from->empty()) {
-          ImportOptions o;
-          o.message = msg->empty() ? "initial import" : *msg;
-          LFS_ASSIGN(ObjectId id, st->Import(ctx.Abs(*from), o));
-          ctx.Printf("%s\n", id.Hex().c_str());
-        }
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("import", "Commit a directory's tree as the next Commit of a branch");
-    auto dir = std::make_shared<std::string>();
-    auto opts = std::make_shared<ImportOptions>();
-    auto verbose = std::make_shared<bool>(false);
-    c->add_option("DIR", *dir, "Directory to import")->required();
-    c->add_option("-b,--branch", opts->branch, "Branch (default main)");
-    c->add_option("-m,--message", opts->message, "Commit message");
-    c->add_flag("-v,--verbose", *verbose, "Print what was hashed and stored");
-    c->callback([&ctx, dir, opts, verbose] {
-      ctx.run = [&ctx, dir, opts, verbose]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        if (ctx.mounts) {
-          if (auto mp = ctx.mounts->MountpointOf(opts->branch))
-            return Status::Error(EBUSY, fmt::format("branch '{}' is mounted at {}; commit there instead", opts->branch, *mp));
-        }
-        ImportStats stats;
-        LFS_ASSIGN(ObjectId id, st->Import(ctx.Abs(*dir), *opts, &stats));
-        LFS_ASSIGN(auto* reg, ctx.Workspaces());
-        reg->Drop(opts->branch);
-        ctx.Printf("%s\n", id.Hex().c_str());
-        if (*verbose)
-          ctx.Eprintf("files %lu, dirs %lu, hashed %lu, unchanged by stat %lu, objects added %lu (%lu bytes)\n",
-                       stats.files, stats.dirs, stats.hashed, stats.stat_hits, stats.objects_added, stats.bytes_added);
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("fork", "Create branch NEW at FROM (a branch, commit, prefix or REF~N), O(1)");
-    auto name = std::make_shared<std::string>();
-    auto from = std::make_shared<std::string>("main");
-    c->add_option("NEW", *name, "New branch name")->required();
-    c->add_option("FROM", *from, "Where the branch starts (default main)");
-    c->callback([&ctx, name, from] {
-      ctx.run = [&ctx, name, from]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        LFS_TRY(st->Fork(*name, *from));
-        LFS_ASSIGN(auto head, st->BranchHead(*name));
-        ctx.Printf("%s %s\n", name->c_str(), head->Hex().c_str());
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("branch", "List branches with their heads, or delete one");
-    auto del = std::make_shared<std::string>();
-    c->add_option("-d,--delete", *del, "Delete branch NAME");
-    c->callback([&ctx, del] {
-      ctx.run = [&ctx, del]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        if (!del->empty()) {
-          if (ctx.mounts) {
-            if (auto mp = ctx.mounts->MountpointOf(*del))
-              return Status::Error(EBUSY, fmt::format("branch '{}' is mounted at {}", *del, *mp));
-          }
-          LFS_TRY(st->DeleteBranch(*del));
-          LFS_ASSIGN(auto* reg, ctx.Workspaces());
-          reg->Drop(*del);
-          return workspace::DropWorkspaceState(*st, *del);
-        }
-        LFS_ASSIGN(auto branches, st->Branches());
-        for (auto& [name, head] : branches) ctx.Printf("%s %s\n", name.c_str(), head.Hex().c_str());
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("stats", "Allocated bytes split payload/metadata/other, objects, chain depths");
-    auto as_json = std::make_shared<bool>(false);
-    c->add_flag("--json", *as_json, "Print JSON");
-    c->callback([&ctx, as_json] {
-      ctx.run = [&ctx, as_json]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        LFS_ASSIGN(auto s, st->Stats());
-        if (*as_json) {
-          ctx.Printf("%s\n", StatsJson(s).dump(2).c_str());
-          return Status::Ok();
-        }
-        ctx.Printf("policy %s, %lu commits, %lu branches\n", s.policy.c_str(), s.commits, s.branches);
-        ctx.Printf("allocated %s = payload %s + metadata %s + other %s\n", Mb(s.allocated_bytes).c_str(),
-                    Mb(s.payload_bytes).c_str(), Mb(s.metadata_bytes).c_str(), Mb(s.other_bytes).c_str());
-        ctx.Printf("logical %s in all commits (%.1fx the allocated bytes)\n", Mb(s.logical_bytes).c_str(),
-                    s.allocated_bytes ? double(s.logical_bytes) / s.allocated_bytes : 0.0);
-        for (const auto& [kind, n] : s.objects) {
-          ctx.Printf("%-10s %8lu objects, depths:", kind.c_str(), n);
-          for (const auto& [d, cnt] : s.depth_histogram[kind]) ctx.Printf(" %u:%lu", d, cnt);
-          ctx.Printf("\n");
-        }
-        ctx.Printf("max chain depth whole %u, chunk %u, metadata %u\n", s.max_chain_depth["whole"],
-                    s.max_chain_depth["chunk"], s.max_chain_depth["metadata"]);
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("verify", "Read back every object reachable from COMMITs (default all) and check hashes");
-    auto commits = std::make_shared<std::vector<std::string>>();
-    c->add_option("COMMIT", *commits, "Commits to verify");
-    c->callback([&ctx, commits] {
-      ctx.run = [&ctx, commits]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        std::vector<ObjectId> ids;
-        for (const auto& spec : *commits) {
-          LFS_ASSIGN(ObjectId id, st->Resolve(spec));
-          ids.push_back(id);
-        }
-        LFS_ASSIGN(auto rep, st->Verify(ids));
-        for (const auto& p : rep.problems) ctx.Printf("damaged: %s\n", p.c_str());
-        ctx.Printf("%lu commits, %lu objects, %lu bytes verified, %zu problems\n", rep.commits, rep.objects,
-                    rep.bytes, rep.problems.size());
-        if (!rep.ok()) return Status::Errorf(EIO, "verify found {} damaged object(s)", rep.problems.size());
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("gc", "Free what no branch reaches any more");
-    c->callback([&ctx] {
-      ctx.run = [&ctx]() -> Status {
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        LFS_ASSIGN(auto roots, workspace::MergeRoots(*st));
-        LFS_ASSIGN(auto rep, st->Gc(roots));
-        ctx.Printf("deleted %lu objects; allocated %s -> %s\n", rep.objects_deleted, Mb(rep.bytes_before).c_str(),
-                    Mb(rep.bytes_after).c_str());
-        return Status::Ok();
-      };
-    });
-  }
+void AddStoreVerbs(std::vector<Verb>* out) {
+  for (auto& v : {Init(), Import(), Fork(), Branches(), BranchDelete(), Stats(), Verify(), Gc()}) out->push_back(v);
 }
 
 }  // namespace layerfs::cli

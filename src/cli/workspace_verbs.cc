@@ -1,10 +1,12 @@
 // Verbs on live Workspaces: mount, umount, mounts, commit, status, reset.
 #include <fcntl.h>
+#include <limits.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
 
 #include "cli/cli.h"
+#include "cli/json_shapes.h"
 #include "merge/merge_into.h"
 
 namespace layerfs::cli {
@@ -26,151 +28,191 @@ Status SyncMount(const std::string& mp) {
   return Status::Ok();
 }
 
+std::string MountText(const json& m) {
+  std::string what = m.contains("branch") ? m["branch"].get<std::string>() : m["ref"].get<std::string>() + " (read-only)";
+  return fmt::format("{} {} {}", m["mountpoint"].get<std::string>(), what, m["transport"].get<std::string>());
+}
+
+Verb Mount() {
+  Verb v;
+  v.name = v.cli = "mount";
+  v.help = "Mount a branch (writable) or a commit (read-only) at MOUNTPOINT";
+  v.args = {{"ref", ArgType::kString, "REF", "Branch, commit, prefix or REF~N", true},
+            {"mountpoint", ArgType::kString, "MOUNTPOINT", "Directory to mount on", true},
+            {"read_only", ArgType::kBool, "--read-only", "Mount read-only (a branch's head commit)"},
+            {"allow_other", ArgType::kBool, "--allow-other", "Let other users see the mount"},
+            {"single_threaded", ArgType::kBool, "--single-threaded", "Serve the mount with one thread (default: a thread pool)"},
+            {"threads", ArgType::kBool, "--threads", "Serve the mount with a thread pool (the default)"},
+            {"no_follow_cpu", ArgType::kBool, "--no-follow-cpu", "Do not move the serving thread to its caller's CPU"},
+            {"foreground", ArgType::kBool, "-f,--foreground", "Keep layerfsd in the foreground", false, true}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    if (!ctx.mounts) return NeedDaemon("mount");
+    MountService::Request r;
+    r.ref = a.Str("ref");
+    r.mountpoint = ctx.Abs(a.Str("mountpoint"));
+    r.read_only = a.Bool("read_only");
+    r.allow_other = a.Bool("allow_other");
+    r.multithreaded = !a.Bool("single_threaded");
+    r.no_follow_cpu = a.Bool("no_follow_cpu");
+    LFS_ASSIGN(MountInfo m, ctx.mounts->Mount(r));
+    *result = MountJson(m);
+    return Status::Ok();
+  };
+  v.text = [](const Args& a, const json& m, Output& o) {
+    o.Outf("{} mounted at {}{}\n", a.Str("ref"), m["mountpoint"].get<std::string>(),
+           m.contains("branch") ? "" : " (read-only)");
+  };
+  return v;
+}
+
+Verb Umount() {
+  Verb v;
+  v.name = v.cli = "umount";
+  v.help = "Flush and unmount MOUNTPOINT";
+  v.args = {{"mountpoint", ArgType::kString, "MOUNTPOINT", "Mounted directory", true}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    if (!ctx.mounts) return NeedDaemon("umount");
+    const std::string mp = ctx.Abs(a.Str("mountpoint"));
+    char real[PATH_MAX];
+    std::string shown = realpath(mp.c_str(), real) ? real : mp;
+    LFS_TRY(ctx.mounts->Unmount(mp));
+    *result = {{"mountpoint", shown}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json&, Output&) {};
+  return v;
+}
+
+Verb Mounts() {
+  Verb v;
+  v.name = v.cli = "mounts";
+  v.help = "List the mounts of the running daemon";
+  v.read_only = true;
+  v.run = [](Context& ctx, const Args&, json* result) -> Status {
+    json arr = json::array();
+    if (ctx.mounts)
+      for (const auto& m : ctx.mounts->List()) arr.push_back(MountJson(m));
+    *result = std::move(arr);
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) {
+    for (const auto& m : r) o.Outf("{}\n", MountText(m));
+  };
+  return v;
+}
+
+const ArgSpec kTarget = {"target", ArgType::kString, "TARGET",
+                         "Mountpoint or branch (default: the mount holding the working directory)"};
+
+Verb Commit() {
+  Verb v;
+  v.name = v.cli = "commit";
+  v.help = "Commit what was written to a mounted (or unmounted) branch";
+  v.args = {kTarget, {"message", ArgType::kString, "-m,--message", "Commit message", true}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    std::string mp;
+    LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
+    if (!mp.empty()) LFS_TRY(SyncMount(mp));
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(auto* reg, ctx.Workspaces());
+    LFS_ASSIGN(auto ws, reg->Get(branch));
+    LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
+    if (merging)
+      return Status::Errorf(EBUSY, "a merge of {} is in progress in {}: `layerfs merge --continue` commits it, `--abort` ends it",
+                            merging->source_label, branch);
+    LFS_ASSIGN(ObjectId id, ws->Commit(a.Str("message")));
+    LFS_ASSIGN(auto c, st->GetCommit(id));
+    json parents = json::array();
+    for (const auto& p : c.parents) parents.push_back(p.Hex());
+    *result = {{"commit", id.Hex()}, {"branch", branch}, {"parents", parents}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) { o.Outf("{}\n", r["commit"].get<std::string>()); };
+  return v;
+}
+
+Verb StatusVerb() {
+  Verb v;
+  v.name = v.cli = "status";
+  v.help = "Uncommitted changes of a Workspace";
+  v.read_only = true;
+  v.args = {kTarget};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    std::string mp;
+    LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
+    if (!mp.empty()) LFS_TRY(SyncMount(mp));
+    LFS_ASSIGN(auto* reg, ctx.Workspaces());
+    LFS_ASSIGN(auto ws, reg->Get(branch));
+    LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
+    LFS_ASSIGN(auto changes, ws->Changes());
+    json conflicts = json::array();
+    json r = {{"branch", branch}, {"changes", ChangesJson(changes)}};
+    if (merging) {
+      LFS_ASSIGN(auto unresolved, merge::UnresolvedPaths(*ws, *merging));
+      for (const auto& c : merging->conflicts) {
+        bool open = false;
+        for (const auto& u : unresolved)
+          open |= u.path == c.path || std::find(c.sides.begin(), c.sides.end(), u.path) != c.sides.end();
+        json cj = ConflictJson(c);
+        cj["resolved"] = !open;
+        conflicts.push_back(std::move(cj));
+      }
+      r["merging"] = {{"source", merging->source_label}, {"theirs", merging->theirs.Hex()},
+                      {"unresolved", unresolved.size()}};
+    }
+    r["conflicts"] = std::move(conflicts);
+    *result = std::move(r);
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) {
+    if (r.contains("merging")) {
+      // Conflicts first, as `git status` shows unmerged paths: C, the kind, the path.
+      const json& m = r["merging"];
+      o.Outf("# merging {} ({}) into {}: {} conflict(s), {} unresolved; "
+             "`layerfs merge --continue` once resolved, or --abort\n",
+             m["source"].get<std::string>(), m["theirs"].get<std::string>().substr(0, 12),
+             r["branch"].get<std::string>(), r["conflicts"].size(), m["unresolved"].get<uint64_t>());
+      for (const auto& c : r["conflicts"])
+        o.Outf("C\t{}\t{}{}\n", c["path"].get<std::string>(), c["kind"].get<std::string>(),
+               c["resolved"].get<bool>() ? " (resolved)" : "");
+    }
+    for (const auto& d : r["changes"]) o.Outf("{}\t{}\n", d["change"].get<std::string>(), d["path"].get<std::string>());
+  };
+  return v;
+}
+
+Verb Reset() {
+  Verb v;
+  v.name = v.cli = "reset";
+  v.destructive = true;
+  v.help = "Discard uncommitted changes; with --hard REF, also move the branch to REF";
+  v.args = {kTarget, {"hard", ArgType::kString, "--hard", "Move the branch to this commit"}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    std::string mp;
+    LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    std::optional<ObjectId> to;
+    if (!a.Str("hard").empty()) {
+      LFS_ASSIGN(to, st->Resolve(a.Str("hard")));
+    }
+    LFS_ASSIGN(auto* reg, ctx.Workspaces());
+    LFS_ASSIGN(auto ws, reg->Get(branch));
+    auto reset = [&]() { return ws->Reset(to); };
+    if (ctx.mounts) LFS_TRY(ctx.mounts->WithBranchUnmounted(branch, reset));
+    else LFS_TRY(reset());
+    *result = {{"branch", branch}, {"commit", ws->base_commit().Hex()}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) {
+    o.Outf("{} {}\n", r["branch"].get<std::string>(), r["commit"].get<std::string>());
+  };
+  return v;
+}
+
 }  // namespace
 
-void AddWorkspaceVerbs(CLI::App& app, Context& ctx) {
-  {
-    auto* c = app.add_subcommand("mount", "Mount a branch (writable) or a commit (read-only) at MOUNTPOINT");
-    auto req = std::make_shared<MountService::Request>();
-    auto fg = std::make_shared<bool>(false);
-    c->add_option("REF", req->ref, "Branch, commit, prefix or REF~N")->required();
-    c->add_option("MOUNTPOINT", req->mountpoint, "Directory to mount on")->required();
-    c->add_flag("--read-only", req->read_only, "Mount read-only (a branch's head commit)");
-    c->add_flag("--allow-other", req->allow_other, "Let other users see the mount");
-    auto single = std::make_shared<bool>(false);
-    c->add_flag("--single-threaded", *single, "Serve the mount with one thread (default: a thread pool)");
-    auto pool = std::make_shared<bool>(false);  // the default; accepted for scripts
-    c->add_flag("--threads", *pool, "Serve the mount with a thread pool (the default)");
-    c->add_flag("--no-follow-cpu", req->no_follow_cpu, "Do not move the serving thread to its caller's CPU");
-    c->add_flag("-f,--foreground", *fg, "Keep layerfsd in the foreground");
-    c->callback([&ctx, req, fg, single, pool] {
-      ctx.run = [&ctx, req, single]() -> Status {
-        if (!ctx.mounts) return NeedDaemon("mount");
-        MountService::Request r = *req;
-        r.multithreaded = !*single;
-        r.mountpoint = ctx.Abs(r.mountpoint);
-        return ctx.mounts->Mount(r, &ctx.out);
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("umount", "Flush and unmount MOUNTPOINT");
-    auto mp = std::make_shared<std::string>();
-    c->add_option("MOUNTPOINT", *mp, "Mounted directory")->required();
-    c->callback([&ctx, mp] {
-      ctx.run = [&ctx, mp]() -> Status {
-        if (!ctx.mounts) return NeedDaemon("umount");
-        return ctx.mounts->Unmount(ctx.Abs(*mp));
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("mounts", "List the mounts of the running daemon");
-    auto as_json = std::make_shared<bool>(false);
-    c->add_flag("--json", *as_json,
-                "One JSON object per mount: mountpoint, ref, read_only, transport, and the FUSE "
-                "requests it has served per operation");
-    c->callback([&ctx, as_json] {
-      ctx.run = [&ctx, as_json]() -> Status {
-        if (*as_json) {
-          nlohmann::json all = nlohmann::json::array();
-          if (ctx.mounts) {
-            for (const auto& m : ctx.mounts->Describe()) {
-              nlohmann::json req = nlohmann::json::object();
-              for (const auto& [op, n] : m.requests) req[op] = n;
-              all.push_back({{"mountpoint", m.mountpoint}, {"ref", m.ref}, {"read_only", m.read_only},
-                             {"transport", m.transport}, {"requests", req}});
-            }
-          }
-          ctx.Printf("%s\n", all.dump().c_str());
-          return Status::Ok();
-        }
-        if (!ctx.mounts) return Status::Ok();
-        for (const auto& [mp, what] : ctx.mounts->List()) ctx.Printf("%s %s\n", mp.c_str(), what.c_str());
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("commit", "Commit what was written to a mounted (or unmounted) branch");
-    auto target = std::make_shared<std::string>();
-    auto msg = std::make_shared<std::string>();
-    c->add_option("TARGET", *target, "Mountpoint or branch (default: the mount holding the working directory)");
-    c->add_option("-m,--message", *msg, "Commit message")->required();
-    c->callback([&ctx, target, msg] {
-      ctx.run = [&ctx, target, msg]() -> Status {
-        std::string mp;
-        LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(*target, &mp));
-        if (!mp.empty()) LFS_TRY(SyncMount(mp));
-        LFS_ASSIGN(auto* reg, ctx.Workspaces());
-        LFS_ASSIGN(auto ws, reg->Get(branch));
-        LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
-        if (merging)
-          return Status::Errorf(EBUSY, "a merge of {} is in progress in {}: `layerfs merge --continue` commits it, `--abort` ends it",
-                                merging->source_label, branch);
-        LFS_ASSIGN(ObjectId id, ws->Commit(*msg));
-        ctx.Printf("%s\n", id.Hex().c_str());
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("status", "Uncommitted changes of a Workspace");
-    auto target = std::make_shared<std::string>();
-    c->add_option("TARGET", *target, "Mountpoint or branch (default: the mount holding the working directory)");
-    c->callback([&ctx, target] {
-      ctx.run = [&ctx, target]() -> Status {
-        std::string mp;
-        LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(*target, &mp));
-        if (!mp.empty()) LFS_TRY(SyncMount(mp));
-        LFS_ASSIGN(auto* reg, ctx.Workspaces());
-        LFS_ASSIGN(auto ws, reg->Get(branch));
-        LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
-        LFS_ASSIGN(auto changes, ws->Changes());
-        if (merging) {
-          // Conflicts first, as `git status` shows unmerged paths: C, the kind, the path.
-          LFS_ASSIGN(auto unresolved, merge::UnresolvedPaths(*ws, *merging));
-          ctx.Printf("# merging %s (%s) into %s: %zu conflict(s), %zu unresolved; "
-                     "`layerfs merge --continue` once resolved, or --abort\n",
-                     merging->source_label.c_str(), merging->theirs.Hex().substr(0, 12).c_str(), branch.c_str(),
-                     merging->conflicts.size(), unresolved.size());
-          for (const auto& c : merging->conflicts) {
-            bool open = false;
-            for (const auto& u : unresolved)
-              open |= u.path == c.path || std::find(c.sides.begin(), c.sides.end(), u.path) != c.sides.end();
-            ctx.Printf("C\t%s\t%s%s\n", c.path.c_str(), merge::ConflictKindName(c.kind), open ? "" : " (resolved)");
-          }
-        }
-        for (const auto& d : changes) ctx.Printf("%c\t%s\n", d.change, d.path.c_str());
-        return Status::Ok();
-      };
-    });
-  }
-  {
-    auto* c = app.add_subcommand("reset", "Discard uncommitted changes; with --hard REF, also move the branch to REF");
-    auto target = std::make_shared<std::string>();
-    auto hard = std::make_shared<std::string>();
-    c->add_option("TARGET", *target, "Mountpoint or branch (default: the mount holding the working directory)");
-    c->add_option("--hard", *hard, "Move the branch to this commit");
-    c->callback([&ctx, target, hard] {
-      ctx.run = [&ctx, target, hard]() -> Status {
-        std::string mp;
-        LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(*target, &mp));
-        LFS_ASSIGN(Store * st, ctx.GetStore());
-        std::optional<ObjectId> to;
-        if (!hard->empty()) {
-          LFS_ASSIGN(to, st->Resolve(*hard));
-        }
-        LFS_ASSIGN(auto* reg, ctx.Workspaces());
-        LFS_ASSIGN(auto ws, reg->Get(branch));
-        auto reset = [&]() { return ws->Reset(to); };
-        if (ctx.mounts) LFS_TRY(ctx.mounts->WithBranchUnmounted(branch, reset));
-        else LFS_TRY(reset());
-        ctx.Printf("%s %s\n", branch.c_str(), ws->base_commit().Hex().c_str());
-        return Status::Ok();
-      };
-    });
-  }
+void AddWorkspaceVerbs(std::vector<Verb>* out) {
+  for (auto& v : {Mount(), Umount(), Mounts(), Commit(), StatusVerb(), Reset()}) out->push_back(v);
 }
 
 }  // namespace layerfs::cli

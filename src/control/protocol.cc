@@ -1,16 +1,20 @@
 #include "control/protocol.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <climits>
 #include <cstring>
-#include <nlohmann/json.hpp>
+#include <thread>
 
 namespace layerfs::control {
-
-using nlohmann::json;
 
 std::string SocketPath(const std::string& store) { return store + "/control.sock"; }
 std::string PidPath(const std::string& store) { return store + "/layerfsd.pid"; }
@@ -28,9 +32,32 @@ Result<sockaddr_un> Address(const std::string& store) {
   return a;
 }
 
-Status WriteAll(int fd, std::string_view d) {
+}  // namespace
+
+Conn::~Conn() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Result<std::unique_ptr<Conn>> Conn::Connect(const std::string& store) {
+  LFS_ASSIGN(sockaddr_un addr, Address(store));
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Errno("socket");
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    Status s = Errno("connect to layerfsd");
+    close(fd);
+    return s;
+  }
+  return std::make_unique<Conn>(fd);
+}
+
+Status Conn::SendLine(std::string_view line) {
+  std::string msg;
+  msg.reserve(line.size() + 1);
+  msg.append(line);
+  msg.push_back('\n');
+  std::string_view d = msg;
   while (!d.empty()) {
-    ssize_t n = send(fd, d.data(), d.size(), MSG_NOSIGNAL);
+    ssize_t n = send(fd_, d.data(), d.size(), MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Errno("control socket write");
@@ -40,92 +67,180 @@ Status WriteAll(int fd, std::string_view d) {
   return Status::Ok();
 }
 
-// Buffered reads of a line, then of exact byte counts.
-class Reader {
- public:
-  explicit Reader(int fd) : fd_(fd) {}
-  Result<std::string> Line() {
-    for (;;) {
-      auto nl = buf_.find('\n');
-      if (nl != std::string::npos) {
-        std::string line = buf_.substr(0, nl);
-        buf_.erase(0, nl + 1);
-        return line;
-      }
-      if (buf_.size() > (1 << 20)) return Status::Invalid("control message too long");
-      LFS_TRY(Fill());
+Result<std::string> Conn::ReadLine(size_t* partial) {
+  for (;;) {
+    auto nl = buf_.find('\n', scanned_);
+    if (nl != std::string::npos) {
+      if (nl > kMaxMessage) return Status::Errorf(kTooLarge, "message over {} bytes", kMaxMessage);
+      std::string line = buf_.substr(0, nl);
+      buf_.erase(0, nl + 1);
+      scanned_ = 0;
+      return line;
     }
-  }
-  Result<std::string> Bytes(size_t n) {
-    while (buf_.size() < n) LFS_TRY(Fill());
-    std::string out = buf_.substr(0, n);
-    buf_.erase(0, n);
-    return out;
-  }
-
- private:
-  Status Fill() {
+    scanned_ = buf_.size();
+    if (buf_.size() > kMaxMessage) return Status::Errorf(kTooLarge, "message over {} bytes", kMaxMessage);
     char tmp[65536];
     ssize_t n;
     do n = recv(fd_, tmp, sizeof tmp, 0);
     while (n < 0 && errno == EINTR);
     if (n < 0) return Errno("control socket read");
-    if (n == 0) return Status::Error(EPIPE, "daemon closed the connection");
+    if (n == 0) {
+      if (buf_.empty()) return Status::Error(EPIPE, "connection closed");
+      if (partial) *partial = buf_.size();
+      return Status::Errorf(kProtocol, "truncated message: the connection ended {} bytes into it", buf_.size());
+    }
     buf_.append(tmp, n);
-    return Status::Ok();
   }
-  int fd_;
-  std::string buf_;
-};
+}
+
+json ErrorJson(const Status& s) {
+  return {{"code", s.CodeName()}, {"errno", s.code() > 0 && s.code() < 0x10000 ? s.code() : 0},
+          {"message", s.message()}};
+}
+
+Status StatusFromError(const json& e) {
+  if (!e.is_object()) return Status::Errorf(kProtocol, "malformed error from layerfsd: {}", e.dump());
+  std::string code = e.value("code", "");
+  std::string msg = e.value("message", code);
+  int num = e.contains("errno") && e["errno"].is_number_integer() ? e["errno"].get<int>() : 0;
+  for (int own : {kNotFastForward, kConflict, kDiverged, kTooLarge, kProtocol})
+    if (Status::Error(own, "").CodeName() == code) return Status::Error(own, msg);
+  return Status::Error(num > 0 ? num : EIO, msg);
+}
+
+Result<Reply> Call(Conn& c, const std::string& verb, const json& args, const std::string& cwd,
+                   const std::function<void(const json&)>& on_progress) {
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t id = next_id++;
+  json req = {{"protocol", kVersion}, {"id", id}, {"verb", verb}, {"args", args}, {"cwd", cwd}};
+  std::string line = req.dump();
+  if (line.size() > kMaxMessage) return Status::Errorf(kTooLarge, "request over {} bytes", kMaxMessage);
+  LFS_TRY(c.SendLine(line));
+  for (;;) {
+    auto got = c.ReadLine();
+    if (!got.ok()) {
+      if (got.status().code() == EPIPE) return Status::Error(EPIPE, "layerfsd closed the connection");
+      return got.status();
+    }
+    json m;
+    try {
+      m = json::parse(*got);
+    } catch (const std::exception& e) {
+      return Status::Errorf(kProtocol, "bad message from layerfsd: {}", e.what());
+    }
+    if (!m.is_object()) return Status::Errorf(kProtocol, "bad message from layerfsd: {}", got->substr(0, 200));
+    if (m.contains("event")) {
+      if (on_progress && m["event"] == "progress" && m.contains("progress")) on_progress(m["progress"]);
+      continue;
+    }
+    // A response with id null answers a request the daemon could not read (a version mismatch).
+    if (!m.contains("ok") || !m["ok"].is_boolean())
+      return Status::Errorf(kProtocol, "bad message from layerfsd: {}", got->substr(0, 200));
+    if (!m["id"].is_null() && m["id"] != id)
+      return Status::Errorf(kProtocol, "response for request {} while waiting for {}", m["id"].dump(), id);
+    Reply r;
+    if (m["ok"].get<bool>()) {
+      r.result = m.value("result", json());
+    } else {
+      const json& e = m.contains("error") ? m["error"] : json();
+      r.status = StatusFromError(e);
+      if (e.is_object() && e.contains("result")) r.result = e["result"];
+    }
+    return r;
+  }
+}
+
+bool DaemonRunning(const std::string& store) { return Conn::Connect(store).ok(); }
+
+namespace {
+
+std::string SelfDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = 0;
+  std::string p = buf;
+  return p.substr(0, p.rfind('/'));
+}
+
+std::string DaemonPath() {
+  if (const char* env = getenv("LAYERFSD")) return env;
+  std::string beside = SelfDir() + "/layerfsd";
+  if (access(beside.c_str(), X_OK) == 0) return beside;
+  return "layerfsd";
+}
 
 }  // namespace
 
-Result<Response> Call(const std::string& store, const Request& req) {
-  LFS_ASSIGN(sockaddr_un addr, Address(store));
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Errno("socket");
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    Status s = Errno("connect to daemon");
-    close(fd);
-    return s;
-  }
-  json j = {{"argv", req.argv}, {"cwd", req.cwd}};
-  Status s = WriteAll(fd, j.dump() + "\n");
-  Response resp;
-  if (s.ok()) {
-    Reader r(fd);
-    auto line = r.Line();
-    if (!line.ok()) {
-      s = line.status();
-    } else {
-      try {
-        json h = json::parse(*line);
-        resp.exit = h.at("exit").get<int>();
-        auto out = r.Bytes(h.at("out").get<size_t>());
-        auto err = out.ok() ? r.Bytes(h.at("err").get<size_t>()) : out;
-        if (!out.ok() || !err.ok()) s = out.ok() ? err.status() : out.status();
-        else {
-          resp.out = std::move(*out);
-          resp.err = std::move(*err);
-        }
-      } catch (const std::exception& e) {
-        s = Status::Errorf(EPROTO, "bad response from daemon: {}", e.what());
-      }
-    }
-  }
-  close(fd);
-  if (!s.ok()) return s;
-  return resp;
+void WaitForExitingDaemon(const std::string& store) {
+  FILE* f = fopen(PidPath(store).c_str(), "r");
+  if (!f) return;
+  long pid = 0;
+  if (fscanf(f, "%ld", &pid) != 1) pid = 0;
+  fclose(f);
+  // Alive and not a zombie (an exited daemon can stay one until init reaps it).
+  auto alive = [pid] {
+    if (kill(static_cast<pid_t>(pid), 0) != 0) return false;
+    FILE* st = fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+    if (!st) return false;
+    char buf[512];
+    size_t n = fread(buf, 1, sizeof buf - 1, st);
+    fclose(st);
+    buf[n] = 0;
+    const char* close_paren = strrchr(buf, ')');
+    return !(close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z');
+  };
+  for (int i = 0; pid > 0 && i < 300 && alive(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
-bool DaemonRunning(const std::string& store) {
-  auto addr = Address(store);
-  if (!addr.ok()) return false;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&*addr), sizeof *addr) == 0;
-  close(fd);
-  return ok;
+Status StartDaemon(const std::string& store, int idle_seconds) {
+  // A daemon that served its last unmount stops listening before it has closed the Store: wait
+  // for that process to end before starting another.
+  WaitForExitingDaemon(store);
+  int errpipe[2];
+  if (pipe2(errpipe, O_CLOEXEC) != 0) return Errno("pipe");
+  pid_t pid = fork();
+  if (pid < 0) return Errno("fork");
+  if (pid == 0) {
+    // layerfsd reports why it could not start on stderr: keep it for our message.
+    dup2(errpipe[1], 2);
+    std::string d = DaemonPath();
+    std::string idle = std::to_string(idle_seconds);
+    if (idle_seconds >= 0)
+      execlp(d.c_str(), d.c_str(), "--store", store.c_str(), "--idle", idle.c_str(), static_cast<char*>(nullptr));
+    else
+      execlp(d.c_str(), d.c_str(), "--store", store.c_str(), static_cast<char*>(nullptr));
+    dprintf(2, "cannot run %s: %s", d.c_str(), strerror(errno));
+    _exit(127);
+  }
+  close(errpipe[1]);
+  std::string err;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(errpipe[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) err.append(buf, n);
+  close(errpipe[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    if (err.rfind("layerfsd: ", 0) == 0) err.erase(0, 10);
+    return Status::Error(EIO, "layerfsd failed to start" + (err.empty() ? std::string() : ": " + err));
+  }
+  for (int i = 0; i < 200; i++) {
+    if (DaemonRunning(store)) return Status::Ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return Status::Error(ETIMEDOUT, "layerfsd did not answer");
+}
+
+Result<std::unique_ptr<Conn>> ConnectOrStart(const std::string& store, int idle_seconds) {
+  auto c = Conn::Connect(store);
+  if (c.ok()) return c;
+  if (c.status().code() != ENOENT && c.status().code() != ECONNREFUSED) return c.status();
+  LFS_TRY(StartDaemon(store, idle_seconds));
+  return Conn::Connect(store);
 }
 
 Result<int> Listen(const std::string& store) {
@@ -143,31 +258,6 @@ Result<int> Listen(const std::string& store) {
   }
   chmod(addr.sun_path, 0600);
   return fd;
-}
-
-Result<Request> ReadRequest(int fd) {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Errno("peer credentials");
-  if (cred.uid != geteuid() && cred.uid != 0) return Status::Error(EACCES, "peer is another user");
-  Reader r(fd);
-  LFS_ASSIGN(std::string line, r.Line());
-  try {
-    json j = json::parse(line);
-    Request req;
-    req.argv = j.at("argv").get<std::vector<std::string>>();
-    req.cwd = j.value("cwd", "/");
-    return req;
-  } catch (const std::exception& e) {
-    return Status::Errorf(EPROTO, "bad request: {}", e.what());
-  }
-}
-
-Status WriteResponse(int fd, const Response& resp) {
-  json h = {{"exit", resp.exit}, {"out", resp.out.size()}, {"err", resp.err.size()}};
-  LFS_TRY(WriteAll(fd, h.dump() + "\n"));
-  LFS_TRY(WriteAll(fd, resp.out));
-  return WriteAll(fd, resp.err);
 }
 
 }  // namespace layerfs::control

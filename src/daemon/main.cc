@@ -1,6 +1,8 @@
-// layerfsd: holds one Store open, serves its mounts, and runs the CLI's verbs sent over the
-// control socket. Daemonises unless -f; exits when its last mount goes (unless --keep), on
-// SIGTERM/SIGINT (unmounting everything first), or when asked to start with a failed mount.
+// layerfsd: holds one Store open, serves its mounts, and answers the control protocol
+// (docs/protocol.md) on STORE/control.sock by running the verbs of the verb table. Daemonises
+// unless -f; exits when its last mount goes (unless --keep), after --idle SECONDS without a mount
+// or a connection, on SIGTERM/SIGINT (unmounting everything first), or when asked to start with
+// a failed mount.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,8 +18,12 @@
 #include <spdlog/spdlog.h>
 #include <thread>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/cli.h"
 #include "control/protocol.h"
+#include "cli/command_line.h"
+#include "daemon/control_server.h"
 #include "daemon/mount_service.h"
 #include "kv/kv.h"
 
@@ -27,6 +33,7 @@ using namespace layerfs;
 
 int g_wake[2] = {-1, -1};  // self-pipe: signals and "last mount gone" wake the accept loop
 std::atomic<bool> g_stop{false};
+std::atomic<int> active{0};  // connection threads
 
 void OnSignal(int) {
   g_stop = true;
@@ -43,55 +50,32 @@ struct Daemon {
   std::unique_ptr<Store> store;
   std::unique_ptr<workspace::WorkspaceRegistry> reg;
   std::unique_ptr<daemon::MountTable> mounts;
+  std::unique_ptr<daemon::ControlServer> server;
   bool keep = false;
-  std::atomic<uint64_t> served{0};  // requests run (a bare connection probe is not one)
-  std::atomic<int> busy{0};
+  int idle = -1;  // --idle SECONDS; < 0: live for the mounts
 
-  control::Response Run(const control::Request& req) {
-    cli::Context ctx;
-    ctx.cwd = req.cwd;
-    ctx.store_path = store->path();
-    ctx.store = store.get();
-    ctx.workspaces = reg.get();
-    ctx.mounts = mounts.get();
-    control::Response r;
-    r.exit = cli::RunVerbs(ctx, req.argv);
-    r.out = std::move(ctx.out);
-    r.err = std::move(ctx.err);
-    served++;
-    return r;
+  // Without --idle the daemon lives for its mounts: it goes once it has served a request (the
+  // mount that started it, even a failed one) and neither a mount nor a connection remains.
+  // With --idle it goes once it has had neither for that many seconds.
+  bool ShouldExit() {
+    if (g_stop) return true;
+    if (keep || server->connections() > 0 || mounts->Reap() > 0) return false;
+    if (idle < 0) return server->served() > 0;
+    return std::chrono::steady_clock::now() - server->last_activity() >= std::chrono::seconds(idle);
   }
-
-  void Serve(int fd) {
-    busy++;
-    auto req = control::ReadRequest(fd);
-    control::Response resp;
-    if (!req.ok()) {
-      resp.exit = 1;
-      resp.err = "layerfs: " + req.status().message() + "\n";
-    } else {
-      if (!req->argv.empty() && req->argv.size() > 1) spdlog::info("request: {}", fmt::join(req->argv, " "));
-      resp = Run(*req);
-    }
-    (void)control::WriteResponse(fd, resp);
-    close(fd);
-    busy--;
-    Wake();
-  }
-
-  // Without --keep the daemon lives for its mounts: it goes once it has served a request (the
-  // mount that started it, even a failed one) and no mount remains.
-  bool ShouldExit() { return g_stop || (!keep && served > 0 && busy == 0 && mounts->Reap() == 0); }
 };
 
 int Main(int argc, char** argv) {
   CLI::App app{"layerfsd: serves a LayerFS store's mounts and control socket"};
   std::string store_path;
   bool foreground = false, keep = false;
+  int idle = -1;
   std::vector<std::string> then;
   app.add_option("--store", store_path, "Store directory")->required();
   app.add_flag("-f,--foreground", foreground, "Do not daemonise; log to stderr");
   app.add_flag("--keep", keep, "Keep running when the last mount goes");
+  app.add_option("--idle", idle, "Exit once there has been no mount and no connection for SECONDS "
+                                 "(default: exit with the last mount)")->check(CLI::NonNegativeNumber);
   app.footer("  --then ARGS...  a layerfs command line to run once started (e.g. mount -f main DIR);\n"
              "                  everything after --then belongs to it");
   // Everything after --then is the start-up command, flags included (mount -f ...): split it off
@@ -157,6 +141,7 @@ int Main(int argc, char** argv) {
   };
   Daemon d;
   d.keep = keep;
+  d.idle = idle;
   auto st = Store::Open(store_path);
   if (!st.ok()) {
     report(st.status().message());
@@ -165,6 +150,7 @@ int Main(int argc, char** argv) {
   d.store = std::move(*st);
   d.reg = std::make_unique<workspace::WorkspaceRegistry>(*d.store);
   d.mounts = std::make_unique<daemon::MountTable>(*d.store, *d.reg);
+  d.server = std::make_unique<daemon::ControlServer>(*d.store, *d.reg, *d.mounts);
   auto lfd = control::Listen(store_path);
   if (!lfd.ok()) {
     report(lfd.status().message());
@@ -185,14 +171,20 @@ int Main(int argc, char** argv) {
     std::vector<std::string> args{"layerfs"};
     args.insert(args.end(), then.begin(), then.end());
     char cwd[PATH_MAX];
-    auto resp = d.Run({args, getcwd(cwd, sizeof cwd) ? cwd : "/"});
-    fwrite(resp.out.data(), 1, resp.out.size(), stdout);
+    cli::StdOutput o;
+    cli::CommandLine cl = cli::ParseCommandLine(args, o);
+    int code = cl.exit;
+    if (code < 0) {
+      nlohmann::json result;
+      Status s = d.server->Run(*cl.verb, cl.args, getcwd(cwd, sizeof cwd) ? cwd : "/", geteuid(), getegid(),
+                               nullptr, &result);
+      code = cli::PrintOutcome(cl, s, result, o);
+    }
     fflush(stdout);
-    if (resp.exit != 0) {
-      fwrite(resp.err.data(), 1, resp.err.size(), stderr);
+    if (code != 0) {
       report("start-up command failed");
       unlink(control::SocketPath(store_path).c_str());
-      return resp.exit;
+      return code;
     }
   }
   report("ok");
@@ -207,13 +199,22 @@ int Main(int argc, char** argv) {
     }
     if (p[0].revents & POLLIN) {
       int c = accept4(*lfd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c >= 0) std::thread([&d, c] { d.Serve(c); }).detach();
+      if (c >= 0) {
+        active++;
+        std::thread([&d, c] {
+          d.server->Serve(c);
+          active--;
+          Wake();
+        }).detach();
+      }
     }
   }
   spdlog::info("layerfsd shutting down");
   close(*lfd);
   unlink(control::SocketPath(store_path).c_str());
-  while (d.busy > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Connections still open end with the daemon; requests under way are answered first.
+  d.server->ShutdownAll();
+  while (active > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   d.mounts->UnmountAll();
   d.mounts.reset();
   d.reg.reset();

@@ -23,7 +23,7 @@ Status MountTable::StartLocked(Entry& e) {
   return Status::Ok();
 }
 
-Status MountTable::Mount(const Request& r, std::string* out) {
+Result<cli::MountInfo> MountTable::Mount(const Request& r) {
   char real[PATH_MAX];
   if (!realpath(r.mountpoint.c_str(), real))
     return Status::Errorf(errno, "mountpoint {}: {}", r.mountpoint, strerror(errno));
@@ -53,9 +53,9 @@ Status MountTable::Mount(const Request& r, std::string* out) {
   }
   LFS_TRY(StartLocked(e));
   spdlog::info("mounted {} at {} over {}", r.ref, real, e.mount->transport());
-  out->append(fmt::format("{} mounted at {}{}\n", r.ref, real, e.branch.empty() ? " (read-only)" : ""));
+  cli::MountInfo info = Info(real, e);
   mounts_.emplace(real, std::move(e));
-  return Status::Ok();
+  return info;
 }
 
 Status MountTable::Unmount(const std::string& mountpoint) {
@@ -117,29 +117,24 @@ Status MountTable::WithBranchUnmounted(const std::string& branch, const std::fun
   return s;
 }
 
-std::vector<std::pair<std::string, std::string>> MountTable::List() {
-  std::lock_guard l(mu_);
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [mp, m] : mounts_)
-    out.emplace_back(mp, (m.branch.empty() ? m.req.ref + " (read-only)" : m.branch) +
-                             (m.mount ? " " + m.mount->transport() : ""));
-  return out;
+cli::MountInfo MountTable::Info(const std::string& mp, const Entry& e) {
+  cli::MountInfo i;
+  i.mountpoint = mp;
+  i.ref = e.req.ref;
+  i.branch = e.branch;
+  i.commit = e.ws->base_commit();
+  i.read_only = e.branch.empty();
+  if (e.mount) {
+    i.transport = e.mount->transport();
+    i.requests = e.mount->RequestCounts();
+  }
+  return i;
 }
 
-std::vector<cli::MountService::MountInfo> MountTable::Describe() {
+std::vector<cli::MountInfo> MountTable::List() {
   std::lock_guard l(mu_);
-  std::vector<MountInfo> out;
-  for (const auto& [mp, m] : mounts_) {
-    MountInfo i;
-    i.mountpoint = mp;
-    i.ref = m.branch.empty() ? m.req.ref : m.branch;
-    i.read_only = m.branch.empty();
-    if (m.mount) {
-      i.transport = m.mount->transport();
-      i.requests = m.mount->RequestCounts();
-    }
-    out.push_back(std::move(i));
-  }
+  std::vector<cli::MountInfo> out;
+  for (const auto& [mp, m] : mounts_) out.push_back(Info(mp, m));
   return out;
 }
 

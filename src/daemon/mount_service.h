@@ -17,13 +17,12 @@ class MountTable : public cli::MountService {
   MountTable(Store& store, workspace::WorkspaceRegistry& reg) : store_(store), reg_(reg) {}
   ~MountTable() override;
 
-  Status Mount(const Request& r, std::string* out) override;
+  Result<cli::MountInfo> Mount(const Request& r) override;
   Status Unmount(const std::string& mountpoint) override;
   std::optional<std::string> BranchAt(const std::string& mountpoint) override;
   std::optional<std::string> MountpointOf(const std::string& branch) override;
   Status WithBranchUnmounted(const std::string& branch, const std::function<Status()>& fn) override;
-  std::vector<std::pair<std::string, std::string>> List() override;
-  std::vector<MountInfo> Describe() override;
+  std::vector<cli::MountInfo> List() override;
 
   // Drops mounts the kernel ended (fusermount3 -u); returns how many remain.
   size_t Reap();
@@ -38,6 +37,7 @@ class MountTable : public cli::MountService {
     std::unique_ptr<fuse::Mount> mount;
   };
   Status StartLocked(Entry& e);
+  static cli::MountInfo Info(const std::string& mp, const Entry& e);
   // Stops the mount's session, then lets its Workspace go (released if pristine).
   Status Finish(Entry& e);
 

@@ -184,6 +184,9 @@ class Workspace {
   // Set (or clear, with nullptr) who is told of changes made by Apply. The sink must stay valid
   // until cleared; clearing waits for a notification in progress.
   void SetInvalidationSink(InvalidationSink* sink);
+  // Tells the sink (if any) what changed when the change did not come through the sink's own
+  // users (the file verbs: workspace/files.h). Call with no Workspace lock held.
+  void Notify(const std::vector<Ino>& inodes, const std::vector<std::pair<Ino, std::string>>& entries);
   // Uncommitted changes against the head Commit (nothing is stored).
   Result<std::vector<DiffEntry>> Changes();
   // Discards uncommitted changes; with `to`, also moves the branch there. Only while no file is

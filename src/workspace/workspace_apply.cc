@@ -437,6 +437,13 @@ Status Workspace::Apply(const ApplyRequest& req) {
   return Status::Ok();
 }
 
+void Workspace::Notify(const std::vector<Ino>& inodes, const std::vector<std::pair<Ino, std::string>>& entries) {
+  std::lock_guard sl(impl_->sink_mu_);
+  if (!impl_->sink_) return;
+  for (const auto& [parent, name] : entries) impl_->sink_->EntryChanged(parent, name);
+  for (Ino ino : inodes) impl_->sink_->InodeChanged(ino);
+}
+
 void Workspace::SetInvalidationSink(InvalidationSink* sink) {
   std::lock_guard sl(impl_->sink_mu_);
   impl_->sink_ = sink;

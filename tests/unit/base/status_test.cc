@@ -12,6 +12,8 @@ TEST(StatusTest, CodeNamesAreStableForProtocolClients) {
   EXPECT_EQ(Status::Error(kNotFastForward, "x").CodeName(), "NOT_FAST_FORWARD");
   EXPECT_EQ(Status::Error(kConflict, "x").CodeName(), "CONFLICT");
   EXPECT_EQ(Status::Error(kDiverged, "x").CodeName(), "DIVERGED");
+  EXPECT_EQ(Status::Error(kTooLarge, "x").CodeName(), "TOO_LARGE");
+  EXPECT_EQ(Status::Error(kProtocol, "x").CodeName(), "PROTOCOL");
 }
 
 TEST(StatusTest, OwnCodesNeverReachTheKernelAsThemselves) {

@@ -1,0 +1,132 @@
+#include "cli/command_line.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <deque>
+#include <sstream>
+
+namespace layerfs::cli {
+
+void StdOutput::Out(std::string_view s) { fwrite(s.data(), 1, s.size(), stdout); }
+void StdOutput::Err(std::string_view s) {
+  fflush(stdout);
+  fwrite(s.data(), 1, s.size(), stderr);
+}
+
+namespace {
+
+// Where CLI11 puts one subcommand's values, by argument name; deques keep addresses stable.
+struct Slots {
+  std::deque<std::string> strs;
+  std::deque<int64_t> ints;
+  std::deque<bool> bools;
+  std::deque<std::vector<std::string>> lists;
+  std::vector<std::pair<const ArgSpec*, CLI::Option*>> opts;
+  bool as_json = false;
+};
+
+void AddArgs(CLI::App* c, const Verb& v, Slots* s) {
+  for (const auto& a : v.args) {
+    if (a.cli.empty()) continue;
+    CLI::Option* o = nullptr;
+    switch (a.type) {
+      case ArgType::kString: o = c->add_option(a.cli, s->strs.emplace_back(), a.help); break;
+      case ArgType::kInt: o = c->add_option(a.cli, s->ints.emplace_back(), a.help); break;
+      case ArgType::kBool: o = c->add_flag(a.cli, s->bools.emplace_back(false), a.help); break;
+      case ArgType::kStrings: o = c->add_option(a.cli, s->lists.emplace_back(), a.help); break;
+    }
+    if (a.required) o->required();
+    s->opts.emplace_back(&a, o);
+  }
+}
+
+json ValueOf(const ArgSpec& a, CLI::Option* o) {
+  switch (a.type) {
+    case ArgType::kString: return o->as<std::string>();
+    case ArgType::kInt: return o->as<int64_t>();
+    case ArgType::kBool: return true;
+    case ArgType::kStrings: return o->as<std::vector<std::string>>();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& out) {
+  CommandLine cl;
+  CLI::App app{"layerfs: a versioned filesystem for agent workspaces", "layerfs"};
+  app.require_subcommand(1);
+  app.add_option("--store", cl.store, "Store directory (default: $LAYERFS_STORE)");
+  std::deque<Slots> slots;
+  std::vector<std::pair<CLI::App*, const Verb*>> subs;
+  for (const auto& v : Verbs()) {
+    if (v.cli.empty()) continue;
+    auto* c = app.add_subcommand(v.cli, v.help);
+    Slots& s = slots.emplace_back();
+    AddArgs(c, v, &s);
+    if (v.text) c->add_flag("--json", s.as_json, "Print the result as JSON (the control protocol's result)");
+    subs.emplace_back(c, &v);
+  }
+  std::vector<std::string> args(argv.rbegin(), argv.rend() - 1);  // CLI11 wants them reversed, without argv[0]
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream o, er;
+    cl.exit = app.exit(e, o, er);
+    out.Out(o.str());
+    if (e.get_exit_code() != 0) {
+      out.Err(fmt::format("layerfs: {}\n", e.what()));
+      cl.exit = 2;
+    } else {
+      out.Err(er.str());
+    }
+    return cl;
+  }
+  for (size_t i = 0; i < subs.size(); i++) {
+    if (!subs[i].first->parsed()) continue;
+    const Verb* v = subs[i].second;
+    Slots& s = slots[i];
+    cl.as_json = s.as_json;
+    json all = json::object();
+    for (auto& [spec, opt] : s.opts)
+      if (opt->count() > 0) all[spec->name] = ValueOf(*spec, opt);
+    Args a(all);
+    std::string name = v->name;
+    if (v->from_cli) {
+      Status st = v->from_cli(&name, &a);
+      if (!st.ok()) {
+        out.Err(fmt::format("layerfs: {}\n", st.message()));
+        cl.exit = 2;
+        return cl;
+      }
+    }
+    cl.verb = FindVerb(name);
+    cl.all = a;
+    json proto = json::object();
+    for (const auto& [k, val] : a.raw().items()) {
+      bool cli_only = false;
+      for (const auto* verb : {v, cl.verb})
+        for (const auto& spec : verb->args)
+          if (spec.name == k && spec.cli_only) cli_only = true;
+      if (!cli_only) proto[k] = val;
+    }
+    cl.args = Args(proto);
+    return cl;
+  }
+  cl.exit = 2;
+  return cl;
+}
+
+int PrintOutcome(const CommandLine& cl, const Status& s, const json& result, Output& o) {
+  if (!result.is_null()) {
+    if (cl.as_json) o.Out(result.dump(2) + "\n");
+    else if (cl.verb->text) cl.verb->text(cl.all, result, o);
+  }
+  Status st = s;
+  if (st.ok() && cl.verb->cli_status && !result.is_null()) st = cl.verb->cli_status(result);
+  if (st.ok()) return 0;
+  o.Err(fmt::format("layerfs: {}\n", st.message()));
+  return 1;
+}
+
+}  // namespace layerfs::cli

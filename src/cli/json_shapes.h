@@ -1,0 +1,29 @@
+// The JSON shapes verbs share (docs/protocol.md, "Verbs"): a Commit, a change, a tree entry, and
+// base64 for file content. Stateless functions; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "layerfs/store.h"
+#include "merge/merge.h"
+
+namespace layerfs::cli {
+
+// {"id", "parents", "root", "message", "time", "time_nsec", "logical_bytes", "files"}
+nlohmann::json CommitJson(const CommitInfo& c);
+// {"type", "mode", "size", "id"?, "target"?}; mode as four octal digits ("0644").
+nlohmann::json EntryJson(const TreeEntry& e);
+// {"path", "change", "before"?, "after"?}
+nlohmann::json ChangeJson(const DiffEntry& d);
+nlohmann::json ChangesJson(const std::vector<DiffEntry>& d);
+std::string ModeString(uint32_t mode);
+// A merge conflict: {"path", "kind", "base", "ours", "theirs", "sides"}; each side is the entry's
+// content id (a symlink's target), or null where that side has none.
+nlohmann::json ConflictJson(const merge::Conflict& c);
+
+std::string Base64Encode(std::string_view data);
+// EINVAL on a character outside the alphabet or a bad length (padding optional).
+Result<std::string> Base64Decode(std::string_view text);
+
+}  // namespace layerfs::cli
