@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`layerfs mcp` driven by a scripted MCP client (JSON-RPC 2.0 over stdio, revision 2025-06-18):
-initialize, tools/list with a schema per tool, calls of several tools (a fork, a mount, a file
-written in it, a commit, log, diff, cat), tool errors and JSON-RPC errors, ping; the daemon is
+initialize, tools/list with a schema per tool, calls of several tools (a fork, a file written in
+the Workspace, a commit, log, diff, a mount), tool errors and JSON-RPC errors, ping; the daemon is
 started on demand.
 
 Usage: mcp_test.py BUILD/layerfs
@@ -100,7 +100,8 @@ def session(env: Env) -> None:
     check(c.result("ping") == {}, "ping")  # the notification got no response: this is ping's
 
     tools = {t["name"]: t for t in c.result("tools/list")["tools"]}
-    for name in ("fork", "commit", "log", "diff", "status", "branches", "mount", "umount", "show", "cat", "reset"):
+    for name in ("fork", "commit", "log", "diff", "status", "branches", "mount", "umount", "show", "cat", "reset",
+                 "read_file", "write_file", "list_dir", "remove_path", "merge", "cherry_pick", "revert"):
         check(name in tools, f"no tool {name}: {sorted(tools)}")
     check("init" not in tools and "exec" not in tools and "mcp" not in tools, "client-side verbs listed as tools")
     for t in tools.values():
@@ -116,16 +117,16 @@ def session(env: Env) -> None:
     check(env.daemon_pid() is not None and alive(env.daemon_pid()), "no daemon was started for the call")
     f = c.tool("fork", name="agent")
     check(f == {"branch": "agent", "commit": main}, f"{f}")
-    # The agent works in a mount of its branch.
-    mp = env.mountpoint("mp")
-    m = c.tool("mount", ref="agent", mountpoint=mp)
-    check(m["mountpoint"] == mp and m["branch"] == "agent" and is_mounted(mp), f"{m}")
-    os.makedirs(os.path.join(mp, "notes"))
-    with open(os.path.join(mp, "notes", "plan.md"), "w") as f:
-        f.write("step 1\n")
-    st = c.tool("status", target=mp)
-    check({(x["path"], x["change"]) for x in st["changes"]} == {("notes", "A"), ("notes/plan.md", "A")}, f"{st}")
-    cm = c.tool("commit", target=mp, message="plan from an agent")
+    w = c.tool("write_file", target="agent", path="notes/plan.md", content_base64=base64.b64encode(b"step 1\n").decode())
+    check(w["size"] == 7, f"{w}")
+    r = c.tool("read_file", target="agent", path="notes/plan.md")
+    check(base64.b64decode(r["content_base64"]) == b"step 1\n", f"{r}")
+    ls = c.tool("list_dir", target="agent")
+    check([e["name"] for e in ls] == ["notes"] and ls[0]["type"] == "dir", f"{ls}")
+    st = c.tool("status", target="agent")
+    check({(x["path"], x["change"]) for x in st["changes"]} == {("notes", "A"), ("notes/plan.md", "A")} or
+          {(x["path"], x["change"]) for x in st["changes"]} == {("notes/plan.md", "A")}, f"{st}")
+    cm = c.tool("commit", target="agent", message="plan from an agent")
     check(cm["branch"] == "agent" and cm["parents"] == [main], f"{cm}")
     log = c.tool("log", ref="agent")
     check(log[0]["id"] == cm["commit"] and log[0]["message"] == "plan from an agent", f"{log}")
@@ -136,6 +137,12 @@ def session(env: Env) -> None:
     r = c.result("tools/call", {"name": "cat", "arguments": {"commit": "agent", "path": "notes/plan.md"}})
     check(json.loads(r["content"][0]["text"])["content"] == "step 1\n", f"{r}")
 
+    # A mount through MCP, seen by the shell; a file written through MCP seen in the mount.
+    mp = env.mountpoint("mp")
+    m = c.tool("mount", ref="agent", mountpoint=mp)
+    check(m["mountpoint"] == mp and is_mounted(mp), f"{m}")
+    c.tool("write_file", target=mp, path="live.txt", content_base64=base64.b64encode(b"live").decode())
+    check(open(os.path.join(mp, "live.txt"), "rb").read() == b"live", "the mount does not see write_file")
     c.tool("umount", mountpoint=mp)
     check(not is_mounted(mp), "still mounted")
 

@@ -165,7 +165,7 @@ def every_verb_both_ways(env: Env) -> None:
     check(set(s) == set(l) == {"objects_deleted", "bytes_before", "bytes_after"}, f"gc results {s} {l}")
     check(s["objects_deleted"] > 0 and l["objects_deleted"] == 0, f"gc freed {s}, then {l}")
 
-    # Every verb of the protocol was asked both ways (the file verbs have their own test).
+    # Every verb of the protocol was asked both ways (the file verbs and merge have their own).
     expected = {"branches", "fork", "branch_delete", "log", "show", "diff", "cat", "export", "import", "mount",
                 "umount", "mounts", "commit", "status", "reset", "stats", "verify", "gc"}
     check(expected <= verbs_seen, f"verbs not compared: {expected - verbs_seen}")
@@ -181,6 +181,127 @@ def every_verb_both_ways(env: Env) -> None:
     same("log in-process", before["log"], env.json("log", "viasock"))
     same("diff in-process", before["diff"], env.json("diff", main, "viasock"))
     same("verify in-process", before["verify"], env.json("verify"))
+
+
+def file_verbs(env: Env) -> None:
+    """read_file, write_file, list_dir, remove_path on a branch's live Workspace: unmounted, then
+    mounted (the mount sees every change at once, though the kernel had it cached), the socket and
+    the CLI giving the same results."""
+    env.run("init", env.store)
+    env.start_daemon("--keep")
+    c = env.client()
+    c.call("fork", {"name": "f"})
+    env.run("fork", "g")
+
+    def both(verb: str, args: dict, cli: list[str], input: bytes | None = None):
+        s = c.call(verb, args, cwd=env.work)
+        out = env.run(*cli, "--json", input=input).stdout
+        return s, json.loads(out)
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    payload = os.urandom(100_000)
+    s, l = both("write_file", {"target": "f", "path": "d/e/blob", "content_base64": b64(payload)},
+                ["write-file", "g", "d/e/blob"], input=payload)
+    same("write_file", s, l)
+    check(s == {"path": "d/e/blob", "size": 100_000}, f"{s}")
+    s, l = both("read_file", {"target": "f", "path": "d/e/blob"}, ["read-file", "g", "d/e/blob"])
+    same("read_file", s, l)
+    check(base64.b64decode(s["content_base64"]) == payload, "read_file content")
+    check(env.run("read-file", "f", "d/e/blob").stdout == payload, "read-file text is the bytes")
+    part = c.call("read_file", {"target": "f", "path": "d/e/blob", "offset": 10, "length": 5})
+    check(base64.b64decode(part["content_base64"]) == payload[10:15] and part["size"] == 100_000, f"{part}")
+    c.call("write_file", {"target": "f", "path": "d/e/blob", "content": "tail\n", "append": True})
+    env.run("write-file", "g", "d/e/blob", "--content", "tail\n", "--append")
+    c.call("write_file", {"target": "f", "path": "x.sh", "content": "#!/bin/sh\n", "mode": "0755"})
+    env.run("write-file", "g", "x.sh", "--content", "#!/bin/sh\n", "--mode", "0755")
+    s, l = both("list_dir", {"target": "f"}, ["list-dir", "g"])
+    same("list_dir", s, l)
+    check([(e["name"], e["type"], e["mode"]) for e in s] == [("d", "dir", "0755"), ("x.sh", "file", "0755")], f"{s}")
+    s, l = both("list_dir", {"target": "f", "path": "d/e"}, ["list-dir", "g", "d/e"])
+    same("list_dir d/e", s, l)
+    check(s == [{"name": "blob", "type": "file", "mode": "0644", "size": 100_005}], f"{s}")
+    # Committed as any write would be.
+    cf = c.call("commit", {"target": "f", "message": "files"})["commit"]
+    check(env.run("cat", f"{cf}:d/e/blob").stdout == payload + b"tail\n", "committed content")
+    # Errors.
+    for args, code in [({"target": "f", "path": "nope"}, "ENOENT"), ({"target": "f", "path": "d"}, "EISDIR"),
+                       ({"target": "f", "path": "../etc/passwd"}, "EINVAL"), ({"target": "nosuch", "path": "x"}, "ENOENT"),
+                       ({"target": "f", "path": "x.sh/y"}, "ENOTDIR")]:
+        e = c.error("read_file", args)
+        check(e["code"] == code, f"read_file {args}: {e}")
+    e = c.error("write_file", {"target": "f", "path": "d", "content": "x"})
+    check(e["code"] == "EISDIR", f"{e}")
+    e = c.error("write_file", {"target": "f", "path": "y", "content": "x", "content_base64": "eA=="})
+    check(e["code"] == "EINVAL", f"{e}")
+    e = c.error("write_file", {"target": "f", "path": "y", "content_base64": "***"})
+    check(e["code"] == "EINVAL", f"{e}")
+    e = c.error("write_file", {"target": "f", "path": "y", "content": "x", "mode": "999"})
+    check(e["code"] == "EINVAL", f"{e}")
+    e = c.error("remove_path", {"target": "f", "path": "d"})
+    check(e["code"] == "ENOTEMPTY", f"{e}")
+    e = c.error("remove_path", {"target": "f", "path": ""})
+    check(e["code"] == "EINVAL", f"{e}")
+    s, l = both("remove_path", {"target": "f", "path": "d", "recursive": True}, ["remove-path", "g", "d", "-r"])
+    same("remove_path", s, l)
+    check([e["name"] for e in c.call("list_dir", {"target": "f"})] == ["x.sh"], "d was not removed")
+    check({(x["path"], x["change"]) for x in c.call("status", {"target": "f"})["changes"]} ==
+          {("d", "D"), ("d/e", "D"), ("d/e/blob", "D")}, "status after remove_path")
+
+    # Mounted: the same Workspace; the kernel's caches are dropped for what changed.
+    mp = env.mountpoint("mp")
+    c.call("mount", {"ref": "f", "mountpoint": mp})
+    with open(os.path.join(mp, "x.sh"), "rb") as fh:
+        check(fh.read() == b"#!/bin/sh\n", "mount content")  # now in the page cache
+    os.listdir(mp)  # entries cached too
+    keep = open(os.path.join(mp, "x.sh"), "rb")  # an open file sees the new bytes as well
+    c.call("write_file", {"target": mp, "path": "x.sh", "content": "#!/bin/sh\necho new\n"})
+    with open(os.path.join(mp, "x.sh"), "rb") as fh:
+        check(fh.read() == b"#!/bin/sh\necho new\n", "the mount shows stale content after write_file")
+    check(os.stat(os.path.join(mp, "x.sh")).st_size == 19, "stale size in the mount")
+    check(keep.read() == b"#!/bin/sh\necho new\n", "an open file shows stale content")
+    keep.close()
+    check(not os.path.exists(os.path.join(mp, "made")), "precondition")
+    c.call("write_file", {"target": "f", "path": "made/here.txt", "content": "new file"})
+    check(sorted(os.listdir(mp)) == ["made", "x.sh"], f"listing after write_file: {os.listdir(mp)}")
+    check(open(os.path.join(mp, "made", "here.txt")).read() == "new file", "new file through the mount")
+    with open(os.path.join(mp, "shell.txt"), "w") as fh:
+        fh.write("from the shell")
+    r = c.call("read_file", {"target": "f", "path": "shell.txt"})
+    check(base64.b64decode(r["content_base64"]) == b"from the shell", "read_file of a file the shell wrote")
+    c.call("remove_path", {"target": "f", "path": "made", "recursive": True})
+    check(not os.path.exists(os.path.join(mp, "made")), "the mount still shows a removed directory")
+    check(sorted(os.listdir(mp)) == ["shell.txt", "x.sh"], f"{os.listdir(mp)}")
+    c.call("remove_path", {"target": mp, "path": "shell.txt"})
+    check(not os.path.exists(os.path.join(mp, "shell.txt")), "the mount still shows a removed file")
+    c.call("umount", {"mountpoint": mp})
+    c.close()
+
+
+def merge_conflict_result(env: Env) -> None:
+    """A failure that has a result (a merge stopped on conflicts): CONFLICT with error.result, the
+    same conflicts through the CLI's --json, which exits 1."""
+    env.run("init", env.store)
+    env.start_daemon("--keep")
+    c = env.client()
+    for b in ("x", "y"):
+        c.call("fork", {"name": b})
+    c.call("write_file", {"target": "x", "path": "f.txt", "content": "from x\n"})
+    c.call("commit", {"target": "x", "message": "x"})
+    c.call("write_file", {"target": "y", "path": "f.txt", "content": "from y\n"})
+    c.call("commit", {"target": "y", "message": "y"})
+    c.call("fork", {"name": "x2", "from": "x"})
+    _, m = c.request("merge", {"source": "y", "into": "x"})
+    check(m["ok"] is False and m["error"]["code"] == "CONFLICT" and "result" in m["error"], f"{m}")
+    res = m["error"]["result"]
+    check([x["path"] for x in res["conflicts"]] == ["f.txt"] and res["commit"] is None, f"{res}")
+    p = env.run("merge", "y", "--into", "x2", "--json", check_rc=False)
+    check(p.returncode == 1 and p.stderr.decode().startswith("layerfs: merge of y into x2 has 1 conflict"), f"{p}")
+    same("merge conflicts", norm(res, {"x2": "x"}), norm(json.loads(p.stdout), {"x2": "x"}))
+    ok = c.call("merge", {"source": "y", "into": "x", "strategy_option": "theirs"})
+    check(ok["commit"] and not ok["conflicts"], f"{ok}")
+    c.close()
 
 
 def errors_and_bad_messages(env: Env) -> None:
@@ -376,7 +497,7 @@ def idle_exit(env: Env) -> None:
 
 def main() -> None:
     layerfs = sys.argv[1]
-    for test in (every_verb_both_ways, errors_and_bad_messages, idle_exit):
+    for test in (every_verb_both_ways, file_verbs, merge_conflict_result, errors_and_bad_messages, idle_exit):
         with Env(layerfs) as env:
             test(env)
         print(f"ok {test.__name__}")
