@@ -43,8 +43,8 @@ std::string DaemonPath() {
   return "layerfsd";
 }
 
-// `cat` prints file content in windows, so a large file never has to fit in one protocol
-// message (or in memory).
+// `cat` and `read-file` print file content in windows, so a large file never has to fit in one
+// protocol message (or in memory).
 int Cat(client::Session& session, const cli::CommandLine& cl, cli::Output& o) {
   constexpr int64_t kWindow = 16 << 20;
   int64_t off = 0;
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     Status s = session.ConnectOrStart(-1);
     if (!s.ok()) return Fail(s.message());
   }
-  if (verb.name == "cat" && !cl.as_json) return Cat(session, cl, o);
+  if ((verb.name == "cat" || verb.name == "read_file") && !cl.as_json) return Cat(session, cl, o);
   client::TerminalProgress progress;
   nlohmann::json result;
   Status s = session.Call(verb, cl.args, &result, progress.fn());

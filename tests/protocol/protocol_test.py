@@ -435,6 +435,25 @@ def errors_and_bad_messages(env: Env) -> None:
     check(last["objects"] == last["objects_total"] and last["bytes"] == last["bytes_total"], f"{last}")
     c.close()
 
+    # A file over the 32 MiB a result may carry: TOO_LARGE whole, in pieces with offset/length;
+    # the CLI's cat and read-file print it whole, window by window.
+    big_dir = env.path("big")
+    os.makedirs(big_dir)
+    big = os.urandom(1 << 20) * 40
+    with open(os.path.join(big_dir, "big"), "wb") as f:
+        f.write(big)
+    c = env.client()
+    c.call("import", {"dir": big_dir, "branch": "b", "message": "big"})
+    e = c.error("cat", {"commit": "b", "path": "big"})
+    check(e["code"] == "TOO_LARGE" and "offset" in e["message"], f"{e}")
+    piece = c.call("cat", {"commit": "b", "path": "big", "offset": 35 << 20, "length": 10})
+    check(base64.b64decode(piece["content_base64"]) == big[35 << 20:(35 << 20) + 10], "cat piece")
+    check(env.run("cat", "b:big").stdout == big, "layerfs cat of a 40 MiB file")
+    check(env.run("read-file", "b", "big").stdout == big, "layerfs read-file of a 40 MiB file")
+    e = c.error("read_file", {"target": "b", "path": "big"})
+    check(e["code"] == "TOO_LARGE", f"{e}")
+    c.close()
+
     # Another user: the socket is the owner's alone (mode 0600 in the Store, itself the owner's);
     # opened up, the daemon still refuses the peer by its credentials.
     sock = os.path.join(env.store, "control.sock")
