@@ -59,7 +59,8 @@ struct Daemon {
   // With --idle it goes once it has had neither for that many seconds.
   bool ShouldExit() {
     if (g_stop) return true;
-    if (keep || server->connections() > 0 || mounts->Reap() > 0) return false;
+    // `active` counts a connection from its accept, before its thread has started.
+    if (keep || active > 0 || mounts->Reap() > 0) return false;
     if (idle < 0) return server->served() > 0;
     return std::chrono::steady_clock::now() - server->last_activity() >= std::chrono::seconds(idle);
   }
