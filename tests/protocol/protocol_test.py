@@ -435,6 +435,21 @@ def errors_and_bad_messages(env: Env) -> None:
     check(last["objects"] == last["objects_total"] and last["bytes"] == last["bytes_total"], f"{last}")
     c.close()
 
+    # The CLI draws progress on stderr when it is a terminal (script(1) gives it one), through the
+    # daemon and without; and prints nothing there when it is not.
+    for daemon in (True, False):
+        if not daemon:
+            pid = env.daemon_pid()
+            os.kill(pid, 15)
+            wait_for(lambda: not alive(pid), "the daemon to stop")
+        cmd = f"'{env.layerfs}' --store '{env.store}' verify >/dev/null"
+        p = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, timeout=300)
+        check(p.returncode == 0 and b"\rverify: " in p.stdout and b" objects" in p.stdout,
+              f"no progress line on a terminal (daemon {daemon}): {p.stdout!r}")
+        p = env.run("verify")
+        check(b"verify:" not in p.stderr, f"progress on a stderr that is not a terminal: {p.stderr!r}")
+    pid = env.start_daemon("--keep")
+
     # A file over the 32 MiB a result may carry: TOO_LARGE whole, in pieces with offset/length;
     # the CLI's cat and read-file print it whole, window by window.
     big_dir = env.path("big")
