@@ -70,6 +70,10 @@ struct Context {
 
 std::string FormatTime(int64_t sec);
 
+// Flushes what the kernel still holds for the mount at `mp` (page cache, shared mmaps) to the
+// daemon, so a commit or merge sees every write made through it.
+Status SyncMount(const std::string& mp);
+
 // The Store of the layerfs mount at or above `path`, from /proc/self/mountinfo; empty if none.
 std::string StoreOfMount(const std::string& path, std::string* mountpoint = nullptr);
 

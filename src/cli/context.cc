@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,6 +108,16 @@ json MountJson(const MountInfo& m) {
   for (const auto& [op, n] : m.requests) req[op] = n;
   j["requests"] = std::move(req);
   return j;
+}
+
+Status SyncMount(const std::string& mp) {
+  int fd = open(mp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::Errorf(errno, "open {}: {}", mp, strerror(errno));
+  int rc = syncfs(fd);
+  int e = errno;
+  close(fd);
+  if (rc != 0) return Status::Errorf(e, "sync {}: {}", mp, strerror(e));
+  return Status::Ok();
 }
 
 std::string FormatTime(int64_t sec) {

@@ -27,22 +27,6 @@ int Fail(const std::string& msg, int code = 1) {
   return code;
 }
 
-std::string SelfDir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = 0;
-  std::string p = buf;
-  return p.substr(0, p.rfind('/'));
-}
-
-std::string DaemonPath() {
-  if (const char* env = getenv("LAYERFSD")) return env;
-  std::string beside = SelfDir() + "/layerfsd";
-  if (access(beside.c_str(), X_OK) == 0) return beside;
-  return "layerfsd";
-}
-
 // `cat` and `read-file` print file content in windows, so a large file never has to fit in one
 // protocol message (or in memory).
 int Cat(client::Session& session, const cli::CommandLine& cl, cli::Output& o) {
@@ -134,7 +118,7 @@ int main(int argc, char** argv) {
   if (verb.name != "init" && !store.empty() && !session.Connect() && verb.name == "mount") {
     if (cl.all.Bool("foreground")) {
       // Become the daemon, with the mount as its first request.
-      std::string d = DaemonPath();
+      std::string d = control::DaemonPath();
       std::vector<std::string> dargs = {d, "--store", store, "-f", "--then"};
       dargs.insert(dargs.end(), args.begin() + 1, args.end());
       std::vector<char*> cargs;

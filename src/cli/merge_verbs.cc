@@ -35,14 +35,22 @@ json OutcomeJson(const merge::MergeOutcome& o) {
           {"conflicts", conflicts}};
 }
 
-Status SyncMountAt(const std::string& mp) {
-  int fd = open(mp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::Errorf(errno, "open {}: {}", mp, strerror(errno));
-  int rc = syncfs(fd);
-  int e = errno;
-  close(fd);
-  if (rc != 0) return Status::Errorf(e, "sync {}: {}", mp, strerror(e));
-  return Status::Ok();
+Result<merge::Favor> ParseFavor(const std::string& favor) {
+  if (favor.empty()) return merge::Favor::kNone;
+  if (favor == "ours") return merge::Favor::kOurs;
+  if (favor == "theirs") return merge::Favor::kTheirs;
+  return Status::Invalid(fmt::format("unknown -X option '{}' (ours, theirs)", favor));
+}
+
+// A mounted branch, or one whose Workspace holds uncommitted changes or a stopped merge, merges
+// through its Workspace; otherwise in the Store alone, and a Workspace left behind follows the
+// branch.
+Result<bool> MergesThroughWorkspace(workspace::Workspace& ws, const std::string& mountpoint) {
+  if (!mountpoint.empty()) return true;
+  LFS_ASSIGN(auto merging, merge::ReadMergeState(ws));
+  if (merging) return true;
+  LFS_ASSIGN(auto changes, ws.Changes());
+  return !changes.empty();
 }
 
 struct MergeArgs {
@@ -84,7 +92,7 @@ Status RunMerge(Context& ctx, const MergeArgs& a, json* result) {
   if (mp.empty() && ctx.mounts) {
     if (auto m = ctx.mounts->MountpointOf(branch)) mp = *m;
   }
-  if (!mp.empty()) LFS_TRY(SyncMountAt(mp));
+  if (!mp.empty()) LFS_TRY(SyncMount(mp));
   LFS_ASSIGN(auto* reg, ctx.Workspaces());
   LFS_ASSIGN(auto ws, reg->Get(branch));
   merge::MergeOutcome out;
@@ -109,15 +117,8 @@ Status RunMerge(Context& ctx, const MergeArgs& a, json* result) {
     o.label = a.source;
     o.branch = branch;
     o.revert = a.op == "revert";
-    if (a.favor == "ours") o.favor = merge::Favor::kOurs;
-    else if (a.favor == "theirs") o.favor = merge::Favor::kTheirs;
-    else if (!a.favor.empty()) return Status::Invalid(fmt::format("unknown -X option '{}' (ours, theirs)", a.favor));
-    bool live = !mp.empty();
-    if (!live) {
-      LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
-      LFS_ASSIGN(auto changes, ws->Changes());
-      live = merging.has_value() || !changes.empty();
-    }
+    LFS_ASSIGN(o.favor, ParseFavor(a.favor));
+    LFS_ASSIGN(bool live, MergesThroughWorkspace(*ws, mp));
     o.ws = live ? ws.get() : nullptr;
     o.keep_conflicts = !mp.empty();
     LFS_ASSIGN(out, merge::Pick(*st, o));
@@ -133,17 +134,8 @@ Status RunMerge(Context& ctx, const MergeArgs& a, json* result) {
     else if (a.strategy == "theirs") o.strategy = merge::Strategy::kTheirs;
     else if (!a.strategy.empty() && a.strategy != "ort" && a.strategy != "recursive")
       return Status::Invalid(fmt::format("unknown strategy '{}' (ours, theirs)", a.strategy));
-    if (a.favor == "ours") o.favor = merge::Favor::kOurs;
-    else if (a.favor == "theirs") o.favor = merge::Favor::kTheirs;
-    else if (!a.favor.empty()) return Status::Invalid(fmt::format("unknown -X option '{}' (ours, theirs)", a.favor));
-    // A mounted branch, or one whose Workspace holds uncommitted changes, merges through its
-    // Workspace; otherwise in the Store alone, and a Workspace left behind follows the branch.
-    bool live = !mp.empty();
-    if (!live) {
-      LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
-      LFS_ASSIGN(auto changes, ws->Changes());
-      live = merging.has_value() || !changes.empty();
-    }
+    LFS_ASSIGN(o.favor, ParseFavor(a.favor));
+    LFS_ASSIGN(bool live, MergesThroughWorkspace(*ws, mp));
     o.ws = live ? ws.get() : nullptr;
     o.keep_conflicts = !mp.empty();
     LFS_ASSIGN(out, merge::MergeInto(*st, o));

@@ -17,17 +17,6 @@ Status NeedDaemon(const char* verb) {
   return Status::Errorf(ENOTCONN, "{} needs the layerfsd of this store, and none is running", verb);
 }
 
-// Flushes what the kernel still holds for the mount (page cache, shared mmaps) to the daemon.
-Status SyncMount(const std::string& mp) {
-  int fd = open(mp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::Errorf(errno, "open {}: {}", mp, strerror(errno));
-  int rc = syncfs(fd);
-  int e = errno;
-  close(fd);
-  if (rc != 0) return Status::Errorf(e, "sync {}: {}", mp, strerror(e));
-  return Status::Ok();
-}
-
 std::string MountText(const json& m) {
   std::string what = m.contains("branch") ? m["branch"].get<std::string>() : m["ref"].get<std::string>() + " (read-only)";
   return fmt::format("{} {} {}", m["mountpoint"].get<std::string>(), what, m["transport"].get<std::string>());

@@ -163,14 +163,14 @@ std::string SelfDir() {
   return p.substr(0, p.rfind('/'));
 }
 
+}  // namespace
+
 std::string DaemonPath() {
   if (const char* env = getenv("LAYERFSD")) return env;
   std::string beside = SelfDir() + "/layerfsd";
   if (access(beside.c_str(), X_OK) == 0) return beside;
   return "layerfsd";
 }
-
-}  // namespace
 
 void WaitForExitingDaemon(const std::string& store) {
   FILE* f = fopen(PidPath(store).c_str(), "r");

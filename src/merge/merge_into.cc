@@ -145,6 +145,23 @@ struct Landing {
     return ws->Apply(req);
   }
 
+  // Stops `op` on out->conflicts with `commit` pending (see Stop) and marks `out` stopped.
+  Status StopOn(MergeOp op, const ObjectId& root, const ObjectId& commit, const std::string& label,
+                const std::string& message, MergeOutcome* out) const {
+    MergeState state;
+    state.op = op;
+    state.pending = commit;
+    state.ours = out->ours;
+    state.theirs = out->theirs;
+    state.source_label = label;
+    state.message = message;
+    state.bases = out->bases;
+    state.conflicts = out->conflicts;
+    LFS_TRY(Stop(root, state));
+    out->stopped = true;
+    return Status::Ok();
+  }
+
   // Stopped on conflicts: the merged tree with its conflict files becomes the Workspace's
   // uncommitted state, and the pending Commit (on no branch) keeps its objects alive until the
   // merge ends.
@@ -237,16 +254,7 @@ Result<MergeOutcome> MergeInto(Store& store, const MergeIntoOptions& opts) {
     return out;
   }
   if (!opts.ws || !opts.keep_conflicts) return out;  // reported; nothing changed
-  MergeState state;
-  state.pending = commit;
-  state.ours = out.ours;
-  state.theirs = out.theirs;
-  state.source_label = opts.source_label;
-  state.message = message;
-  state.bases = out.bases;
-  state.conflicts = out.conflicts;
-  LFS_TRY(land.Stop(tree.root, state));
-  out.stopped = true;
+  LFS_TRY(land.StopOn(MergeOp::kMerge, tree.root, commit, opts.source_label, message, &out));
   return out;
 }
 
@@ -289,17 +297,8 @@ Result<MergeOutcome> Pick(Store& store, const PickOptions& opts) {
     return out;
   }
   if (!opts.ws || !opts.keep_conflicts) return out;
-  MergeState state;
-  state.op = opts.revert ? MergeOp::kRevert : MergeOp::kCherryPick;
-  state.pending = commit;
-  state.ours = out.ours;
-  state.theirs = out.theirs;
-  state.source_label = opts.label;
-  state.message = message;
-  state.bases = out.bases;
-  state.conflicts = out.conflicts;
-  LFS_TRY(land.Stop(tree.root, state));
-  out.stopped = true;
+  LFS_TRY(land.StopOn(opts.revert ? MergeOp::kRevert : MergeOp::kCherryPick, tree.root, commit, opts.label,
+                      message, &out));
   return out;
 }
 
