@@ -6,7 +6,8 @@
 //   until only commits below a common one are left; then candidates that reach another are dropped).
 // - MergeTrees: walks base, ours and theirs together and opens a directory only when it differs
 //   on both sides from the base (never when it is identical on both sides or unchanged on one),
-//   so the cost follows the change, not the tree. Text files changed on both sides are merged
+//   so the cost follows the change, not the tree. Files renamed on one side (merge/renames.h)
+//   take the other side's changes to them at their new path. Text files changed on both sides are merged
 //   line by line by libgit2 (git_merge_file); everything else is decided per entry. Results and
 //   conflict files are staged in a caller's Txn; nothing is written.
 // - MergeCommits: bases, a virtual base for criss-cross histories (the bases merged pairwise,
@@ -33,6 +34,8 @@ enum class ConflictKind : uint8_t {
   kType = 5,          // the two sides made different kinds of entry: sides, or the dir at PATH
   kAttributes = 6,    // both sides changed one attribute (mode, owner, an xattr) differently
   kSymlink = 7,       // a symlink (or device) retargeted differently on both sides: sides
+  kRenameDelete = 8,  // renamed on one side, deleted on the other: the renamed file at its new path
+  kRenameRename = 9,  // renamed to different paths on the two sides: both new paths (one conflict each)
 };
 const char* ConflictKindName(ConflictKind k);
 

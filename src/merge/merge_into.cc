@@ -96,7 +96,7 @@ Result<MergeState> DecodeMergeState(std::string_view rec) {
     std::string_view path;
     uint8_t kind;
     uint64_t ns;
-    if (!r.Bytes(&path) || !r.U8(&kind) || kind < 1 || kind > 7 || !GetSide(r, &c.base) || !GetSide(r, &c.ours) ||
+    if (!r.Bytes(&path) || !r.U8(&kind) || kind < 1 || kind > 9 || !GetSide(r, &c.base) || !GetSide(r, &c.ours) ||
         !GetSide(r, &c.theirs) || !r.Varint(&ns) || ns > rec.size())
       return bad();
     c.path = path;

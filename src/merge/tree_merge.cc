@@ -12,6 +12,7 @@
 #include "history/file_content.h"
 #include "merge/file_merge.h"
 #include "merge/merge.h"
+#include "merge/renames.h"
 #include "objects/tree.h"
 
 namespace layerfs::merge {
@@ -25,6 +26,8 @@ const char* ConflictKindName(ConflictKind k) {
     case ConflictKind::kType: return "type";
     case ConflictKind::kAttributes: return "attributes";
     case ConflictKind::kSymlink: return "symlink";
+    case ConflictKind::kRenameDelete: return "rename/delete";
+    case ConflictKind::kRenameRename: return "rename/rename";
   }
   return "?";
 }
@@ -73,9 +76,27 @@ struct Sums {
   uint64_t bytes = 0, entries = 0;
 };
 
+// What the renames of both sides ask of the walk (see PlanRenames).
+struct RenamePlan {
+  enum Kind { kMove, kBoth, kRenameDelete, kRenameRename };
+  struct At {
+    Kind kind = kMove;
+    bool by_ours = true;  // kMove, kRenameDelete: the side that renamed
+    Opt base;             // the base's entry at the old path (named as the new one)
+    Opt other;            // kMove: the other side's entry at the old path (named as the new one)
+  };
+  std::set<std::string> moved_from;  // old paths whose other side's entry moved with the rename
+  std::map<std::string, Opt> split_from;  // old paths renamed to different new paths on the two sides
+  std::map<std::string, At> at;      // new paths
+  std::set<std::string> dirs;        // directories holding a new path: always opened
+  bool empty() const { return at.empty() && split_from.empty(); }
+};
+
 class Merger {
  public:
   Merger(Store& st, const TreeMergeOptions& o, objects::Txn* txn) : st_(st), o_(o), txn_(txn) {}
+
+  RenamePlan plan;
 
   // Merges directories (a missing side is an empty directory). Returns the tree id.
   Result<ObjectId> MergeDir(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t, Sums* sums);
@@ -91,8 +112,13 @@ class Merger {
     if (!IsDir(dir)) return std::vector<TreeEntry>();
     return st_.ReadTree(dir->id, txn_);
   }
+  // One name: what the rename plan asks at this path, else MergeEntries.
   Status MergeName(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t,
                    std::vector<TreeEntry>* out, std::vector<Side>* sides);
+  Status MergeRenamed(const std::string& path, const RenamePlan::At& at, const Opt& b, const Opt& o, const Opt& t,
+                      std::vector<TreeEntry>* out, std::vector<Side>* sides);
+  Status MergeEntries(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t,
+                      std::vector<TreeEntry>* out, std::vector<Side>* sides);
   Status MergeFiles(const std::string& path, const Opt& b, const TreeEntry& o, const TreeEntry& t,
                     std::vector<TreeEntry>* out, std::vector<Side>* sides);
   // Attributes of `o` merged with `t`'s against `b`; false if one conflicted.
@@ -211,6 +237,68 @@ Status Merger::MergeFiles(const std::string& path, const Opt& b, const TreeEntry
 
 Status Merger::MergeName(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t,
                          std::vector<TreeEntry>* out, std::vector<Side>* sides) {
+  if (!plan.empty()) {
+    const std::string path = prefix + (o ? o->name : t ? t->name : b->name);
+    if (plan.moved_from.count(path)) return Status::Ok();  // went with the rename
+    if (auto it = plan.split_from.find(path); it != plan.split_from.end()) {
+      // Renamed apart: nothing stays at the old path, reported as Git does (with both new paths).
+      if (o || t) return MergeEntries(prefix, b, o, t, out, sides);
+      if (o_.favor == Favor::kNone && !o_.virtual_base) AddConflict(path, ConflictKind::kRenameRename, it->second, o, t);
+      return Status::Ok();
+    }
+    if (auto it = plan.at.find(path); it != plan.at.end()) return MergeRenamed(path, it->second, b, o, t, out, sides);
+    const bool dirs_only = (!b || IsDir(b)) && (!o || IsDir(o)) && (!t || IsDir(t));
+    if (plan.dirs.count(path) && dirs_only && (o || t)) {
+      // A directory on the way to a new path: opened even when one side left it alone.
+      TreeEntry r = o ? *o : *t;
+      bool attrs_ok = o && t ? MergeAttrs(b, *o, *t, &r) : true;
+      Sums s;
+      LFS_ASSIGN(r.id, MergeDir(path + "/", b, o, t, &s));
+      if (s.entries == 0 && !(o && t) && b) return Status::Ok();  // deleted on one side, nothing left
+      r.size = s.bytes;
+      r.subtree_entries = s.entries;
+      if (!attrs_ok) AddConflict(path, ConflictKind::kAttributes, b, o, t);
+      out->push_back(std::move(r));
+      return Status::Ok();
+    }
+  }
+  return MergeEntries(prefix, b, o, t, out, sides);
+}
+
+Status Merger::MergeRenamed(const std::string& path, const RenamePlan::At& at, const Opt& b, const Opt& o,
+                            const Opt& t, std::vector<TreeEntry>* out, std::vector<Side>* sides) {
+  const std::string prefix = path.substr(0, path.size() - (o ? o->name : t ? t->name : b->name).size());
+  switch (at.kind) {
+    case RenamePlan::kMove:
+      // The renaming side's file against the base's and the other side's at the old path.
+      return at.by_ours ? MergeEntries(prefix, at.base, o, at.other, out, sides)
+                        : MergeEntries(prefix, at.base, at.other, t, out, sides);
+    case RenamePlan::kBoth:
+      return MergeEntries(prefix, at.base, o, t, out, sides);
+    case RenamePlan::kRenameDelete:
+    case RenamePlan::kRenameRename: {
+      // Renamed on one side and deleted (or renamed elsewhere) on the other: the renamed file
+      // stays at its new path, a conflict unless a side is favoured.
+      const Opt& kept = o ? o : t;
+      if (!kept) return Status::Ok();
+      const bool ours_kept = o.has_value();
+      if (o_.favor != Favor::kNone && !o_.virtual_base) {
+        if ((o_.favor == Favor::kOurs) == ours_kept) out->push_back(*kept);
+        return Status::Ok();
+      }
+      out->push_back(*kept);
+      if (!o_.virtual_base) {
+        AddConflict(path, at.kind == RenamePlan::kRenameDelete ? ConflictKind::kRenameDelete : ConflictKind::kRenameRename,
+                    at.base, o, t);
+      }
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+Status Merger::MergeEntries(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t,
+                            std::vector<TreeEntry>* out, std::vector<Side>* sides) {
   if (Same(o, t)) {
     if (o) out->push_back(*o);
     return Status::Ok();
@@ -352,6 +440,111 @@ Result<ObjectId> Merger::MergeDir(const std::string& prefix, const Opt& b, const
   return put.id;
 }
 
+std::string BaseNameOf(const std::string& path) {
+  auto s = path.rfind('/');
+  return s == std::string::npos ? path : path.substr(s + 1);
+}
+
+// The entry at `path` below tree `root`, or none.
+Result<Opt> EntryAt(Store& st, const ObjectId& root, const std::string& path, objects::Txn* txn) {
+  ObjectId dir = root;
+  size_t pos = 0;
+  while (true) {
+    const size_t slash = path.find('/', pos);
+    const std::string name = path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+    LFS_ASSIGN(auto entries, st.ReadTree(dir, txn));
+    auto it = std::lower_bound(entries.begin(), entries.end(), name,
+                               [](const TreeEntry& e, const std::string& n) { return e.name < n; });
+    if (it == entries.end() || it->name != name) return Opt();
+    if (slash == std::string::npos) return Opt(std::move(*it));
+    if (it->type != EntryType::kDir) return Opt();
+    dir = it->id;
+    pos = slash + 1;
+  }
+}
+
+// Files of the base deleted on one side (or replaced by something else) and changed or deleted on
+// the other: the only sources whose renames change the merge. Walks only directories that differ
+// from the base on both sides, as the merge does.
+Status RelevantSources(Store& st, const std::string& prefix, const Opt& b, const Opt& o, const Opt& t,
+                       objects::Txn* txn, std::set<std::string>* from_ours, std::set<std::string>* from_theirs) {
+  auto list = [&](const Opt& d) -> Result<std::vector<TreeEntry>> {
+    if (!IsDir(d)) return std::vector<TreeEntry>();
+    return st.ReadTree(d->id, txn);
+  };
+  LFS_ASSIGN(auto bl, list(b));
+  LFS_ASSIGN(auto ol, list(o));
+  LFS_ASSIGN(auto tl, list(t));
+  auto find = [](const std::vector<TreeEntry>& l, const std::string& n) {
+    auto it = std::lower_bound(l.begin(), l.end(), n, [](const TreeEntry& e, const std::string& x) { return e.name < x; });
+    return it != l.end() && it->name == n ? Opt(*it) : Opt();
+  };
+  for (const auto& be : bl) {
+    const Opt eb(be), eo = find(ol, be.name), et = find(tl, be.name);
+    if (Same(eb, eo) || Same(eb, et)) continue;
+    const std::string path = prefix + be.name;
+    if (be.type == EntryType::kDir) {
+      LFS_TRY(RelevantSources(st, path + "/", eb, eo, et, txn, from_ours, from_theirs));
+    } else if (be.type == EntryType::kFile) {
+      if (!eo || eo->type != EntryType::kFile) from_ours->insert(path);
+      if (!et || et->type != EntryType::kFile) from_theirs->insert(path);
+    }
+  }
+  return Status::Ok();
+}
+
+// What the renames of each side ask of the walk. A file renamed on one side from P to Q:
+// - the other side changed P (content or attributes) and has nothing at Q: the merge happens at
+//   Q between the base's P, the renaming side's Q and the other side's P, and P goes;
+// - the other side deleted P: rename/delete at Q; renamed it to Q too: merged at Q against the
+//   base's P; renamed it elsewhere: rename/rename at both new paths;
+// - the other side left P alone, or has its own Q: nothing to do (by path is already right).
+Status PlanRenames(Store& st, const ObjectId& ours, const ObjectId& theirs, const std::vector<Rename>& ro,
+                   const std::vector<Rename>& rt, objects::Txn* txn, RenamePlan* plan) {
+  auto named = [](TreeEntry e, const std::string& path) {
+    e.name = BaseNameOf(path);
+    e.link_group = 0;
+    return Opt(std::move(e));
+  };
+  auto add_dirs = [&](const std::string& path) {
+    for (size_t p = path.find('/'); p != std::string::npos; p = path.find('/', p + 1)) plan->dirs.insert(path.substr(0, p));
+  };
+  auto add = [&](const std::string& to, RenamePlan::At at) {
+    add_dirs(to);
+    plan->at[to] = std::move(at);
+  };
+  for (const bool by_ours : {true, false}) {
+    const auto& mine = by_ours ? ro : rt;
+    const auto& others = by_ours ? rt : ro;
+    const ObjectId& other_tree = by_ours ? theirs : ours;
+    std::map<std::string, const Rename*> other_from;
+    for (const auto& r : others) other_from[r.from] = &r;
+    for (const auto& r : mine) {
+      if (auto it = other_from.find(r.from); it != other_from.end()) {
+        if (it->second->to == r.to) {
+          if (by_ours) add(r.to, {RenamePlan::kBoth, true, named(r.before, r.to), Opt()});
+        } else {
+          add(r.to, {RenamePlan::kRenameRename, by_ours, named(r.before, r.to), Opt()});
+          plan->split_from[r.from] = Opt(r.before);
+          add_dirs(r.from);
+        }
+        continue;
+      }
+      LFS_ASSIGN(Opt at_from, EntryAt(st, other_tree, r.from, txn));
+      if (!at_from) {
+        add(r.to, {RenamePlan::kRenameDelete, by_ours, named(r.before, r.to), Opt()});
+        continue;
+      }
+      if (at_from->type != EntryType::kFile || Same(at_from, Opt(r.before))) continue;
+      LFS_ASSIGN(Opt at_to, EntryAt(st, other_tree, r.to, txn));
+      if (at_to) continue;
+      plan->moved_from.insert(r.from);
+      add(r.to, {RenamePlan::kMove, by_ours, named(r.before, r.to), named(*at_from, r.to)});
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<TreeMergeResult> MergeTrees(Store& store, const ObjectId& base, const ObjectId& ours, const ObjectId& theirs,
@@ -371,6 +564,18 @@ Result<TreeMergeResult> MergeTrees(Store& store, const ObjectId& base, const Obj
   } else if (base == ours) {
     out.root = theirs;
   } else {
+    if (!base.IsZero()) {
+      std::set<std::string> from_ours, from_theirs;
+      LFS_TRY(RelevantSources(store, "", root(base), root(ours), root(theirs), txn, &from_ours, &from_theirs));
+      std::vector<Rename> ro, rt;
+      if (!from_ours.empty()) {
+        LFS_ASSIGN(ro, FindRenames(store, base, ours, txn, &from_ours));
+      }
+      if (!from_theirs.empty()) {
+        LFS_ASSIGN(rt, FindRenames(store, base, theirs, txn, &from_theirs));
+      }
+      if (!ro.empty() || !rt.empty()) LFS_TRY(PlanRenames(store, ours, theirs, ro, rt, txn, &m.plan));
+    }
     LFS_ASSIGN(out.root, m.MergeDir("", root(base), root(ours), root(theirs), &s));
   }
   if (whole) {

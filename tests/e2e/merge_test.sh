@@ -3,7 +3,8 @@
 # the merged bytes, new names appear, negative entries go), uncommitted changes the merge would
 # touch make it refuse, conflicts stay in the mount (markers, side files, `status`), --abort
 # restores every byte, --continue commits two parents, the merge record survives a daemon kill;
-# then eight forks of one Commit merged back into main one after another, `verify` clean.
+# then eight forks of one Commit merged back into main one after another; a rename in a fork
+# carries main's edit to the new path; `verify` clean.
 source "$(dirname "$0")/lib.bash" "$1"
 M=$WORK/m
 lfs init "$LAYERFS_STORE" >/dev/null
@@ -139,6 +140,25 @@ for i in $(seq 1 8); do
   grep -q "^f5 line $((i * 4 + 1)) (agent $i)\$" "$M/src/f5.txt" || fail "agent$i's f5 edit missing"
 done
 [ "$(lfs log --graph --json main | python3 -c 'import json,sys; print(sum(len(c["parents"]) == 2 for c in json.load(sys.stdin)))')" -eq 9 ] || fail "merge commits missing from history (the first agent fast-forwards; 7 more and 2 earlier)"
+
+# A fork moves a file into a new directory (and edits it); main edits the old path in the mount,
+# with the file held open. The merge carries main's edit to the new path; the old name goes.
+lfs fork mover main >/dev/null
+mnt mover "$WORK/mover" >/dev/null
+mkdir -p "$WORK/mover/lib/moved"
+sed 's/^f3 line 40$/f3 line 40 (mover)/' "$WORK/mover/src/f3.txt" >"$WORK/mover/lib/moved/f3.txt"
+rm "$WORK/mover/src/f3.txt"
+lfs commit "$WORK/mover" -m "move f3" >/dev/null
+lfs umount "$WORK/mover" >/dev/null
+exec 8<"$M/src/f3.txt"
+sed -i 's/^f3 line 2$/f3 line 2 (main)/' "$M/src/f3.txt"
+lfs commit "$M" -m "edit f3" >/dev/null
+out=$(lfs merge mover --into "$M" --json) || fail "merging a rename failed: $out"
+[ ! -e "$M/src/f3.txt" ] || fail "src/f3.txt still there after its rename was merged"
+grep -q '^f3 line 2 (main)$' "$M/lib/moved/f3.txt" && grep -q '^f3 line 40 (mover)$' "$M/lib/moved/f3.txt" ||
+  fail "the renamed file lacks an edit: $(grep -c . "$M/lib/moved/f3.txt") lines"
+exec 8<&-
+
 lfs export main "$WORK/export" >/dev/null
 diff -r "$WORK/export" "$M" >&2 || fail "the mount differs from its head commit"
 lfs verify >/dev/null || fail "verify after the merges"

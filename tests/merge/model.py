@@ -7,9 +7,10 @@ deletes, renames, mode changes), committed both into a LayerFS Store (`layerfs i
 a Git repository from the same working directory. Then both merge theirs into ours:
 - both clean: the trees must be equal (content and executable bit of every file);
 - otherwise the sets of conflicted paths must be equal.
-Git runs with -s recursive -X no-renames: LayerFS merges by path (docs/design.md, "Merge"), so a rename is a
-delete and an add on both sides. When the default merge conflicts, `-X theirs` is compared too
-wherever Git settles it.
+Git runs its default strategy (ort) with rename detection and merge.directoryRenames=false:
+LayerFS pairs renamed files as Git does (docs/design.md, "Merge", "Renames") but does not guess
+directory renames. When the default merge conflicts, `-X theirs` is compared too wherever Git
+settles it.
 
 usage: model.py LAYERFS SEEDS [FIRST_SEED]
 """
@@ -153,8 +154,7 @@ def one_seed(seed, work):
         main = gm("rev-parse", "main").stdout.decode().strip()
         gm("update-ref", "--no-deref", "HEAD", main)
         gm("reset", "-q", "--hard", main)
-        # Git 2.39's ort ignores no-renames; its recursive strategy honours it.
-        r = gm("merge", "-q", "--no-edit", "-s", "recursive", "-X", "no-renames", *opts, "theirs", check=False)
+        r = gm("-c", "merge.directoryRenames=false", "merge", "-q", "--no-edit", *opts, "theirs", check=False)
         conflicted = set(gm("diff", "--name-only", "--diff-filter=U").stdout.decode().split())
         tree = read_tree(mdir) if r.returncode == 0 else None
         gm("merge", "--abort", check=False)

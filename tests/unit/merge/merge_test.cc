@@ -9,6 +9,7 @@
 #include "history/file_content.h"
 #include "kv/kv.h"
 #include "merge/merge_into.h"
+#include "merge/renames.h"
 #include "objects/tree.h"
 #include "workspace/workspace.h"
 
@@ -235,6 +236,108 @@ TEST_F(MergeTest, DeletedDirectoryAgainstChangesInside) {
   EXPECT_EQ(r.conflicts[0].kind, ConflictKind::kModifyDelete);
   auto f = Flatten(r.root, &txn);
   EXPECT_EQ(f, (std::map<std::string, std::string>{{"d", ""}, {"d/edit", "E"}}));
+}
+
+std::string Lines(int n, int changed = 0, const std::string& as = "") {
+  std::string s;
+  for (int i = 1; i <= n; i++) s += (i == changed ? as : std::to_string(i) + " some words on the line") + "\n";
+  return s;
+}
+
+TEST_F(MergeTest, EditsFollowARenameIntoANewDirectory) {
+  // Ours moves r (editing line 15) into a directory theirs never had; theirs edits line 5 and
+  // changes the mode. The merge has both edits and theirs' mode at the new path, nothing at r.
+  ObjectId b = Tree({File("r", Lines(20)), File("other", "o")});
+  ObjectId o = Tree({Dir("d", {Dir("new", {File("moved", Lines(20, 15, "fifteen"))})}), File("other", "o")});
+  ObjectId t = Tree({File("r", Lines(20, 5, "five"), 0755), File("other", "o2")});
+  objects::Txn txn;
+  auto r = Merge(b, o, t, &txn);
+  EXPECT_TRUE(r.conflicts.empty());
+  std::string want = Lines(20, 15, "fifteen");
+  want.replace(want.find("5 some"), std::string("5 some words on the line").size(), "five");
+  EXPECT_EQ(Flatten(r.root, &txn), (std::map<std::string, std::string>{
+                                        {"d", ""}, {"d/new", ""}, {"d/new/moved", want}, {"other", "o2"}}));
+  auto d = store_->ReadTree(r.root, &txn);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->front().subtree_entries, 2u);  // sums of opened directories stay right
+}
+
+TEST_F(MergeTest, RenamesOnTheirsTakeOursEditsAndConflictsLandAtTheNewPath) {
+  ObjectId b = Tree({File("a.txt", Lines(10)), File("b.txt", Lines(10))});
+  ObjectId o = Tree({File("a.txt", Lines(10, 3, "ours")), File("b.txt", Lines(10, 4, "ours"))});
+  ObjectId t = Tree({File("a2.txt", Lines(10, 8, "theirs")), File("b2.txt", Lines(10, 4, "theirs"))});
+  objects::Txn txn;
+  auto r = Merge(b, o, t, &txn);
+  auto f = Flatten(r.root, &txn);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f.count("a.txt") + f.count("b.txt"), 0u);
+  EXPECT_NE(f["a2.txt"].find("ours\n"), std::string::npos);
+  EXPECT_NE(f["a2.txt"].find("theirs\n"), std::string::npos);
+  ASSERT_EQ(r.conflicts.size(), 1u);  // b: both changed line 4, reported at b2.txt
+  EXPECT_EQ(r.conflicts[0].path, "b2.txt");
+  EXPECT_EQ(r.conflicts[0].kind, ConflictKind::kContent);
+  EXPECT_NE(f["b2.txt"].find("<<<<<<< "), std::string::npos);
+}
+
+TEST_F(MergeTest, RenameDeleteRenameRenameAndBothTheSame) {
+  const std::string p = Lines(6), q = Lines(7), s = Lines(8);
+  ObjectId b = Tree({File("p", p), File("q", q), File("s", s)});
+  ObjectId o = Tree({File("p1", p), File("q1", q), File("s2", Lines(8, 1, "ours"))});
+  ObjectId t = Tree({File("q2", q), File("s2", Lines(8, 8, "theirs"))});
+  objects::Txn txn;
+  auto r = Merge(b, o, t, &txn);
+  std::map<std::string, std::string> kinds;
+  for (const auto& c : r.conflicts) kinds[c.path] = ConflictKindName(c.kind);
+  // As Git reports them: rename/delete at the new path; rename/rename at the old and both new
+  // paths; s renamed to s2 on both sides merges against s.
+  EXPECT_EQ(kinds, (std::map<std::string, std::string>{
+                       {"p1", "rename/delete"}, {"q", "rename/rename"}, {"q1", "rename/rename"}, {"q2", "rename/rename"}}));
+  auto f = Flatten(r.root, &txn);
+  EXPECT_EQ(f.size(), 4u);
+  EXPECT_EQ(f["p1"], p);
+  EXPECT_EQ(f["q1"], q);
+  EXPECT_EQ(f["q2"], q);
+  EXPECT_NE(f["s2"].find("ours\n"), std::string::npos);
+  EXPECT_NE(f["s2"].find("theirs\n"), std::string::npos);
+  // -X theirs settles them with theirs' side: p1 goes, q2 stays alone.
+  objects::Txn txn2;
+  auto x = Merge(b, o, t, &txn2, Favor::kTheirs);
+  EXPECT_TRUE(x.conflicts.empty());
+  auto g = Flatten(x.root, &txn2);
+  EXPECT_EQ(g.count("p1") + g.count("q1") + g.count("q"), 0u);
+  EXPECT_EQ(g.count("q2"), 1u);
+}
+
+TEST_F(MergeTest, RenameNeedsHalfTheBytesAndPrefersTheSameBaseName) {
+  // 20 lines of one length, 9 rewritten: still a rename (55%); 11 rewritten: a delete and an add.
+  auto rewrite = [](int n) {
+    std::string s;
+    for (int i = 10; i < 30; i++) s += (i < 10 + n ? "NEW LINE " : "old line ") + std::to_string(i) + "\n";
+    return s;
+  };
+  const std::string base = rewrite(0);
+  EXPECT_GE(Similarity(base, rewrite(9)), 50);
+  EXPECT_LT(Similarity(base, rewrite(11)), 50);
+  EXPECT_EQ(Similarity("", ""), 0);
+  ObjectId b = Tree({File("near", base), File("far", base + "x\n")});
+  ObjectId o = Tree({File("near2", rewrite(9)), File("far2", rewrite(11) + "x\n")});
+  auto renames = FindRenames(*store_, b, o, nullptr);  // every source
+
+  ASSERT_TRUE(renames.ok()) << renames.status().message();
+  ASSERT_EQ(renames->size(), 1u);
+  EXPECT_EQ((*renames)[0].from, "near");
+  EXPECT_EQ((*renames)[0].to, "near2");
+  // Identical content: the destination with the source's base name is paired.
+  std::string same = Lines(5);
+  ObjectId b2 = Tree({File("x", same), Dir("d", {File("y", same)})});
+  ObjectId o2 = Tree({Dir("e", {File("y", same), File("x", same)})});
+  auto r2 = FindRenames(*store_, b2, o2, nullptr);
+  ASSERT_TRUE(r2.ok());
+  ASSERT_EQ(r2->size(), 2u);
+  EXPECT_EQ((*r2)[0].from, "d/y");
+  EXPECT_EQ((*r2)[0].to, "e/y");
+  EXPECT_EQ((*r2)[1].from, "x");
+  EXPECT_EQ((*r2)[1].to, "e/x");
 }
 
 TEST_F(MergeTest, MergeBasesOfForksAndCrissCross) {
