@@ -93,10 +93,14 @@ struct StoreStats {
   std::map<std::string, uint32_t> max_chain_depth;                   // whole, chunk, metadata
   std::map<std::string, uint64_t> cf_bytes;                          // table bytes per family
   std::string policy;
+  // Objects committed but not yet encoded (docs/design.md, "Commits in the background"): Stats
+  // waits for the encoder first, so these are what arrived meanwhile.
+  uint64_t pending_objects = 0, pending_bytes = 0;
 };
 
 struct VerifyReport {
   uint64_t commits = 0, objects = 0, bytes = 0;
+  uint64_t pending = 0;  // objects still queued for background encoding (verified all the same)
   std::vector<std::string> problems;  // one line each: object, kind, path, what is wrong
   bool ok() const { return problems.empty(); }
 };
@@ -169,6 +173,15 @@ class Store {
                       const ObjectId& to, kv::Batch* extra = nullptr, objects::Txn* txn = nullptr);
   // Diff of two trees; reads see `txn`'s staged objects.
   Result<std::vector<DiffEntry>> DiffTrees(const ObjectId& a, const ObjectId& b, objects::Txn* txn = nullptr);
+
+  // Deferred encoding (docs/design.md, "Commits in the background"). Starts the background
+  // encoder: from now on Workspace commits store raw content and return; it is encoded on the
+  // encoder's thread. The daemon starts it; a Store closing with it running encodes what is left.
+  void StartBackgroundEncoding();
+  // Returns once nothing is left to encode (encoding on this thread if no encoder runs).
+  Status DrainEncoding();
+  // Pending objects queued for encoding (including the one being encoded).
+  uint64_t PendingEncodings();
 
   const Policy& policy() const;
   const std::string& path() const { return path_; }

@@ -15,7 +15,8 @@ json StatsJson(const StoreStats& s) {
             {"logical_bytes", s.logical_bytes},     {"commits", s.commits},
             {"branches", s.branches},               {"policy", s.policy},
             {"objects", s.objects},                 {"max_chain_depth", s.max_chain_depth},
-            {"cf_bytes", s.cf_bytes}};
+            {"cf_bytes", s.cf_bytes},               {"pending_objects", s.pending_objects},
+            {"pending_bytes", s.pending_bytes}};
   json hist = json::object();
   for (const auto& [kind, h] : s.depth_histogram) {
     json hk = json::object();
@@ -234,8 +235,8 @@ Verb Verify() {
       ids.push_back(id);
     }
     LFS_ASSIGN(auto rep, st->Verify(ids, ctx.progress));
-    *result = {{"ok", rep.ok()},   {"commits", rep.commits},    {"objects", rep.objects},
-               {"bytes", rep.bytes}, {"problems", rep.problems}};
+    *result = {{"ok", rep.ok()},     {"commits", rep.commits}, {"objects", rep.objects},
+               {"bytes", rep.bytes},   {"problems", rep.problems}, {"pending", rep.pending}};
     return Status::Ok();
   };
   v.text = [](const Args&, const json& r, Output& o) {

@@ -149,6 +149,11 @@ int Main(int argc, char** argv) {
     return 1;
   }
   d.store = std::move(*st);
+  // Commits return once their content is durable; encoding it into history runs on the
+  // encoder's thread (docs/design.md, "Commits in the background"). LAYERFS_BACKGROUND_ENCODING=0
+  // encodes inside each commit instead (A/B runs).
+  if (const char* bg = getenv("LAYERFS_BACKGROUND_ENCODING"); !bg || std::string_view(bg) != "0")
+    d.store->StartBackgroundEncoding();
   d.reg = std::make_unique<workspace::WorkspaceRegistry>(*d.store);
   d.mounts = std::make_unique<daemon::MountTable>(*d.store, *d.reg);
   d.server = std::make_unique<daemon::ControlServer>(*d.store, *d.reg, *d.mounts);

@@ -12,7 +12,9 @@ namespace layerfs::history {
 // a version-2 Store instead of misreading it.
 // 3: whole file blocks of Workspaces may live in the data log (STORE/data), referenced by
 // prefix|R records; a version-2 Store has none and opens as is.
-constexpr uint32_t kFormatVersion = 3;
+// 4: pending object records (encoding 3, committed but not yet encoded) and the encoding queue
+// (index `enc/` keys); a version-3 Store has neither and opens as is.
+constexpr uint32_t kFormatVersion = 4;
 constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr std::string_view kConfigKey = "config";
 inline constexpr std::string_view kRefPrefix = "ref/";     // + branch name -> 16-byte commit id

@@ -46,6 +46,8 @@ const char* PolicyKey(Kind k) {
 Result<StoreStats> Store::Stats() {
   StoreStats st;
   st.policy = policy().ToString();
+  // Sizes as the Store settles: what commits left to the background encoder is encoded first.
+  LFS_TRY(DrainEncoding());
   LFS_TRY(kv_->Flush());
   for (const char* k : {"whole", "chunk", "metadata"}) st.max_chain_depth[k] = 0;
   for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
@@ -54,6 +56,10 @@ Result<StoreStats> Store::Stats() {
       if (!info.ok()) return true;
       std::string kind = objects::KindName(info->kind);
       st.objects[kind]++;
+      if (info->encoding == objects::Encoding::kPending) {
+        st.pending_objects++;
+        st.pending_bytes += v.size();
+      }
       st.depth_histogram[kind][info->depth]++;
       if (const char* pk = PolicyKey(info->kind))
         st.max_chain_depth[pk] = std::max(st.max_chain_depth[pk], info->depth);
@@ -164,12 +170,16 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
   meter.state().objects = rep.objects;
   meter.state().bytes = rep.bytes;
   meter.Done();
+  rep.pending = objects_->QueuedCount();
   return rep;
 }
 
 Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const ProgressFn& progress) {
   GcReport rep;
   ProgressMeter mark(progress, "gc-mark");
+  LFS_TRY(DrainEncoding());
+  // No finalization between mark and sweep: it could choose a base the sweep then frees.
+  auto finalize_lock = objects_->LockFinalize();
   LFS_TRY(kv_->Flush());
   rep.bytes_before = path_.empty() ? 0 : AllocatedBytes(path_);
   // Mark: commits, trees, file content and chunks reachable from any branch, plus every delta

@@ -79,7 +79,16 @@ int64_t NowNanos() {
 
 using history::NowNanos;
 
-Store::~Store() = default;
+Store::~Store() {
+  // A daemon's exit: what its commits left pending is encoded before the database closes.
+  if (impl_ && impl_->encoder) impl_->encoder->Stop(/*drain=*/true);
+}
+
+void Store::StartBackgroundEncoding() { impl_->encoder->Start(); }
+
+Status Store::DrainEncoding() { return impl_->encoder->Drain(); }
+
+uint64_t Store::PendingEncodings() { return objects_->QueuedCount(); }
 
 static std::string EncodeConfig(const Store::Impl& c) {
   std::string s;
@@ -166,6 +175,8 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
     }
   }
   st->objects_ = std::make_unique<objects::ObjectStore>(kv, st->impl_->seed, st->impl_->policy, TuningFromEnv());
+  st->impl_->encoder = std::make_unique<objects::BackgroundEncoder>(*st->objects_);
+  if (!fresh) LFS_TRY(st->objects_->LoadQueue());
   LFS_ASSIGN(st->data_log_, kv::DataLog::Open(st->path_.empty() ? std::string() : st->path_ + "/data"));
   if (fresh) {
     // The first Commit: an empty tree, so every branch always has a head.
@@ -386,7 +397,11 @@ Status Store::UpdateBranch(const std::string& branch, const std::optional<Object
     for (const auto& e : extra->entries()) b.Add(e);
   b.Put(kv::Cf::kMeta, history::RefKey(branch), to.AsKey());
   Status s = kv_->Write(b, true);
-  if (!s.ok()) objects_->ClearCache();
+  if (!s.ok()) {
+    objects_->ClearCache();
+    return s;
+  }
+  if (txn) objects_->Enqueue(txn);  // its pending records are durable now
   return s;
 }
 

@@ -1,9 +1,11 @@
 // Private state of a Store shared by the history/*.cc files.
 #pragma once
 
+#include <memory>
 #include <mutex>
 
 #include "layerfs/store.h"
+#include "objects/background_encoder.h"
 
 namespace layerfs {
 
@@ -12,6 +14,7 @@ struct Store::Impl {
   uint64_t seed = 0;
   int64_t created = 0;
   std::mutex ref_mu;  // serialises ref updates (check-and-set of branch heads)
+  std::unique_ptr<objects::BackgroundEncoder> encoder;
 };
 
 namespace history {

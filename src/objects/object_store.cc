@@ -37,7 +37,7 @@ Result<RecordInfo> ParseRecord(std::string_view rec, std::string_view* payload) 
   uint8_t kind, enc;
   uint64_t depth, size;
   if (!r.U8(&kind) || !r.U8(&enc) || !r.Varint(&depth) || !r.Varint(&size) || kind < 1 ||
-      kind > 5 || enc > 2 || depth > 1024)
+      kind > 5 || enc > 3 || depth > 1024)
     return Status::Corrupt("object record header is damaged");
   RecordInfo info{static_cast<Kind>(kind), static_cast<Encoding>(enc), static_cast<uint32_t>(depth),
                   size, {}, rec.size()};
@@ -47,6 +47,10 @@ Result<RecordInfo> ParseRecord(std::string_view rec, std::string_view* payload) 
     info.base = ObjectId::FromKey(b);
   } else if (depth != 0) {
     return Status::Corrupt("full object record with nonzero depth");
+  } else if (info.encoding == Encoding::kPending) {
+    std::string_view h;
+    if (!r.Raw(ObjectId::kSize, &h)) return Status::Corrupt("pending object record hint is truncated");
+    info.hint = ObjectId::FromKey(h);
   }
   if (payload) *payload = r.Rest();
   return info;
@@ -85,6 +89,30 @@ static std::string StagedKey(Kind kind, const ObjectId& id) {
   std::string k(1, static_cast<char>(CfOf(kind)));
   k.append(id.AsKey());
   return k;
+}
+
+// The queue of pending records: index family, "enc/" + BE64 list number, value: (u8 kind,
+// 16-byte id)* of the pending records one batch wrote (docs/format.md). A list is deleted once
+// every record it names is final; one key per commit keeps the queue's tombstones few.
+constexpr std::string_view kQueuePrefix = "enc/";
+static std::string QueueListKey(uint64_t list) {
+  std::string k(kQueuePrefix);
+  base::PutBigEndian64(&k, list);
+  return k;
+}
+static std::string QueueSetKey(Kind kind, const ObjectId& id) {
+  std::string k(1, static_cast<char>(kind));
+  k.append(id.AsKey());
+  return k;
+}
+
+// A pending record: the header of a full record with encoding kPending, the 16-byte hint (zero
+// for none), then the content as is.
+static std::string PendingRecord(Kind kind, std::string_view content, const std::optional<ObjectId>& hint) {
+  std::string r = RecordHeader(kind, Encoding::kPending, 0, content.size(), nullptr);
+  r.append(hint ? hint->AsKey() : ObjectId{}.AsKey());
+  r.append(content);
+  return r;
 }
 
 Result<std::optional<std::string>> ObjectStore::ReadRecord(Kind kind, const ObjectId& id, Txn* txn) {
@@ -190,7 +218,7 @@ Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t 
     std::string_view payload;
     (void)ParseRecord(s.rec, &payload);
     if (i == chain.size() - 1 && !have_content) {
-      if (s.info.encoding == Encoding::kRaw) {
+      if (s.info.encoding == Encoding::kRaw || s.info.encoding == Encoding::kPending) {
         if (payload.size() != s.info.decoded_size)
           return Status::Corrupt(fmt::format("{} {}: size mismatch", KindName(kind), s.id.Hex()));
         content.assign(payload);
@@ -228,11 +256,20 @@ Result<std::string> ObjectStore::EncodeFull(Kind kind, std::string_view content)
 }
 
 Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view content,
-                                                const std::optional<ObjectId>& hint, Txn* txn) {
+                                                const std::optional<ObjectId>& hint, Txn* txn,
+                                                bool finalize_locked) {
   uint32_t cap = CapFor(kind);
   if (!hint || cap == 0 || content.size() < 64) return EncodeFull(kind, content);
   auto hint_info = Info(kind, *hint, txn);
   if (!hint_info.ok()) return EncodeFull(kind, content);  // base gone: store whole
+  if (hint_info->encoding == Encoding::kPending) {
+    // Never a base while pending: its depth is not known yet. Encode it first (bases of final
+    // records are final, so the candidates below are settled).
+    LFS_TRY(finalize_locked ? FinalizeLocked(hint_info->kind, *hint) : Finalize(hint_info->kind, *hint));
+    hint_info = Info(kind, *hint, txn);
+    if (!hint_info.ok()) return EncodeFull(kind, content);
+    if (hint_info->encoding == Encoding::kPending) return EncodeFull(kind, content);
+  }
   // Candidate bases: the previous version while its chain has room; at the cap, the keyframes at
   // the bottom of its chain (depths 0..snapshot_depth), Mercurial sparse-revlog style; the lowest
   // cost per remaining chain slot wins, a full copy included.
@@ -306,16 +343,27 @@ Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
     }
     if (txn && txn->dry_ && (kind == Kind::kBlob || kind == Kind::kChunk)) return PutResult{id, true, 0};
     std::string record;
+    bool pending = txn && txn->deferred_ && kind != Kind::kCommit;
     if (txn && txn->dry_) {
       record = RecordHeader(kind, Encoding::kRaw, 0, content.size(), nullptr).append(content);
+    } else if (pending) {
+      record = PendingRecord(kind, content, base);
     } else {
-      LFS_ASSIGN(record, ChooseEncoding(kind, content, base, txn));
+      LFS_ASSIGN(record, ChooseEncoding(kind, content, base, txn, false));
     }
     size_t stored = record.size();
     bool flush = false;
     if (txn) {
       txn->batch_.Put(CfOf(kind), id.AsKey(), record);
       txn->records_[StagedKey(kind, id)] = std::move(record);
+      if (pending) {
+        txn->queued_.emplace_back(kind, id);
+        if (txn->batch_.ApproximateBytes() > tuning_.flush_bytes) {
+          CachePut(id, std::string(content));
+          LFS_TRY(FlushDeferred(txn));
+          return PutResult{id, true, stored};
+        }
+      }
     } else {
       std::lock_guard l(mu_);
       shared_.batch_.Put(CfOf(kind), id.AsKey(), record);
@@ -330,6 +378,7 @@ Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
 }
 
 void ObjectStore::TakeBatch(kv::Batch* batch, Txn* txn) {
+  if (txn) StageQueueList(batch, txn);
   auto move_out = [&](Txn& t) {
     for (const auto& e : t.batch_.entries()) batch->Put(e.cf, e.key, e.value);
     t.batch_.Clear();
@@ -343,8 +392,207 @@ void ObjectStore::TakeBatch(kv::Batch* batch, Txn* txn) {
 void ObjectStore::Absorb(Txn* into, Txn* from) {
   for (auto& e : from->batch_.entries()) into->batch_.Add(e);
   for (auto& [k, v] : from->records_) into->records_[k] = std::move(v);
+  into->queued_.insert(into->queued_.end(), from->queued_.begin(), from->queued_.end());
   from->batch_.Clear();
   from->records_.clear();
+  from->queued_.clear();
+}
+
+// ---- Deferred encoding ----
+
+void ObjectStore::StageQueueList(kv::Batch* batch, Txn* txn) {
+  if (txn->queued_.empty() || txn->queue_list_ != 0) return;
+  {
+    std::lock_guard l(queue_mu_);
+    txn->queue_list_ = next_list_++;
+  }
+  std::string v;
+  for (const auto& [kind, id] : txn->queued_) {
+    base::PutU8(&v, static_cast<uint8_t>(kind));
+    v.append(id.AsKey());
+  }
+  batch->Put(kv::Cf::kIndex, QueueListKey(txn->queue_list_), v);
+}
+
+Status ObjectStore::FlushDeferred(Txn* txn) {
+  // Pending records only (a deferred Txn stages nothing else but Commits, which its owner
+  // writes): safe to write before the owner's batch, unreferenced until then.
+  StageQueueList(&txn->batch_, txn);
+  LFS_TRY(kv_->Write(txn->batch_, false));
+  txn->batch_.Clear();
+  txn->records_.clear();
+  Enqueue(txn);
+  return Status::Ok();
+}
+
+void ObjectStore::Enqueue(Txn* txn) {
+  if (txn->queued_.empty()) return;
+  uint64_t list = txn->queue_list_;
+  bool drop_list = false;
+  {
+    std::lock_guard l(queue_mu_);
+    size_t n = 0;
+    for (const auto& [kind, id] : txn->queued_)
+      if (queued_keys_.insert(QueueSetKey(kind, id)).second) {
+        queue_.push_back({kind, id, list});
+        n++;
+      }
+    if (n) list_left_[list] += n;
+    else drop_list = list != 0;
+  }
+  txn->queued_.clear();
+  txn->queue_list_ = 0;
+  if (drop_list) {  // every entry was queued already, by an earlier list
+    kv::Batch b;
+    b.Delete(kv::Cf::kIndex, QueueListKey(list));
+    (void)kv_->Write(b, false);
+  }
+  queue_cv_.notify_all();
+}
+
+Status ObjectStore::LoadQueue() {
+  std::vector<Queued> found;
+  std::vector<uint64_t> lists;
+  uint64_t max_list = 0;
+  std::string begin(kQueuePrefix);
+  std::string end = begin;
+  end.back()++;
+  LFS_TRY(kv_->Scan(kv::Cf::kIndex, begin, end, [&](auto k, auto v) {
+    if (k.size() != kQueuePrefix.size() + 8) return true;
+    uint64_t list = base::GetBigEndian64(k.data() + kQueuePrefix.size());
+    max_list = std::max(max_list, list);
+    lists.push_back(list);
+    base::Reader r(v);
+    uint8_t kind;
+    std::string_view id;
+    while (r.U8(&kind) && r.Raw(ObjectId::kSize, &id))
+      if (kind >= 1 && kind <= 5) found.push_back({static_cast<Kind>(kind), ObjectId::FromKey(id), list});
+    return true;
+  }));
+  kv::Batch b;
+  {
+    std::lock_guard l(queue_mu_);
+    next_list_ = std::max(next_list_, max_list + 1);
+    for (const auto& e : found)
+      if (queued_keys_.insert(QueueSetKey(e.kind, e.id)).second) {
+        queue_.push_back(e);
+        list_left_[e.list]++;
+      }
+    // A list none of whose entries is queued under it (all named by an earlier list, or none
+    // readable) would never be finished: delete it now.
+    for (uint64_t list : lists)
+      if (!list_left_.count(list)) b.Delete(kv::Cf::kIndex, QueueListKey(list));
+  }
+  if (!b.empty()) LFS_TRY(kv_->Write(b, false));
+  queue_cv_.notify_all();
+  return Status::Ok();
+}
+
+bool ObjectStore::PopQueued(Queued* out) {
+  std::lock_guard l(queue_mu_);
+  if (queue_.empty()) return false;
+  *out = queue_.front();
+  queue_.pop_front();
+  in_flight_++;
+  return true;
+}
+
+void ObjectStore::DoneQueued(const Queued& e, bool failed) {
+  bool list_done = false;
+  {
+    std::lock_guard l(queue_mu_);
+    in_flight_--;
+    if (failed) {
+      queue_.push_back(e);
+    } else {
+      queued_keys_.erase(QueueSetKey(e.kind, e.id));
+      auto it = list_left_.find(e.list);
+      if (it != list_left_.end() && --it->second == 0) {
+        list_left_.erase(it);
+        list_done = e.list != 0;
+      }
+    }
+  }
+  if (list_done) {
+    // Unsynced: lost in a machine crash, the list is read again and its entries found final.
+    kv::Batch b;
+    b.Delete(kv::Cf::kIndex, QueueListKey(e.list));
+    (void)kv_->Write(b, false);
+  }
+  queue_cv_.notify_all();
+}
+
+size_t ObjectStore::QueuedCount() {
+  std::lock_guard l(queue_mu_);
+  return queue_.size() + in_flight_;
+}
+
+bool ObjectStore::WaitQueueEmpty(int timeout_ms) {
+  std::unique_lock l(queue_mu_);
+  auto empty = [&] { return queue_.empty() && in_flight_ == 0; };
+  if (timeout_ms < 0) {
+    queue_cv_.wait(l, empty);
+    return true;
+  }
+  return queue_cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), empty);
+}
+
+void ObjectStore::WaitQueued(int timeout_ms) {
+  std::unique_lock l(queue_mu_);
+  queue_cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return !queue_.empty(); });
+}
+
+Status ObjectStore::Finalize(Kind kind, const ObjectId& id) {
+  std::lock_guard fl(finalize_mu_);
+  return FinalizeLocked(kind, id);
+}
+
+Status ObjectStore::FinalizeLocked(Kind kind, const ObjectId& id) {
+  // A pending record's hint may be pending too (a file committed several times while the
+  // encoder was behind): encode the oldest first, without recursion.
+  std::vector<std::pair<Kind, ObjectId>> stack{{kind, id}};
+  while (!stack.empty()) {
+    if (stack.size() > 100000) return Status::Corrupt("pending records: hint chain does not end");
+    std::optional<ObjectId> pending_hint;
+    auto [k, i] = stack.back();
+    LFS_TRY(FinalizeOne(k, i, &pending_hint));
+    if (pending_hint) stack.emplace_back(k, *pending_hint);
+    else stack.pop_back();
+  }
+  return Status::Ok();
+}
+
+// Encodes (kind, id) if its stored record is pending and its hint is not; if the hint is still
+// pending, says so through `pending_hint` and changes nothing.
+Status ObjectStore::FinalizeOne(Kind kind, const ObjectId& id, std::optional<ObjectId>* pending_hint) {
+  LFS_ASSIGN(auto rec, kv_->Get(CfOf(kind), id.AsKey()));
+  std::string_view payload;
+  std::optional<RecordInfo> info;
+  if (rec) {
+    auto parsed = ParseRecord(*rec, &payload);
+    if (!parsed.ok()) return parsed.status().Context(fmt::format("pending {} {}", KindName(kind), id.Hex()));
+    info = *parsed;
+    kind = info->kind;  // reached as a hint, blob and chunk stand for each other
+  }
+  if (!info || info->encoding != Encoding::kPending) return Status::Ok();  // gone (gc), or done
+  if (payload.size() != info->decoded_size || !base::HashMatches(id, payload, seed_))
+    return Status::Corrupt(fmt::format("pending {} {}: content does not match its hash", KindName(kind), id.Hex()));
+  std::optional<ObjectId> hint;
+  if (!info->hint.IsZero()) {
+    hint = info->hint;
+    auto hi = kv_->Get(CfOf(kind), hint->AsKey());
+    if (hi.ok() && *hi) {
+      auto hinfo = ParseRecord(**hi);
+      if (hinfo.ok() && hinfo->encoding == Encoding::kPending && Compatible(hinfo->kind, kind)) {
+        *pending_hint = *hint;
+        return Status::Ok();
+      }
+    }
+  }
+  LFS_ASSIGN(std::string record, ChooseEncoding(kind, payload, hint, nullptr, /*finalize_locked=*/true));
+  kv::Batch b;
+  b.Put(CfOf(kind), id.AsKey(), record);
+  return kv_->Write(b, false);
 }
 
 Status ObjectStore::Flush() {

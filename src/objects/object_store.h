@@ -9,13 +9,28 @@
 // Writes are staged in a pending batch owned by the store (visible to its own reads and dedup)
 // and reach the Kv on Flush() or through TakeBatch(). Thread-safe: one mutex guards the pending
 // state and the decoded-content cache; compression runs outside it.
+//
+// Deferred encoding (docs/design.md, "Commits in the background"): a Put through a deferred Txn
+// stores the content as a *pending* record (raw, with its delta hint) and a queue key, both in
+// the Txn's batch, so the owner's one write makes the content durable and readable at once.
+// Finalize() later replaces a pending record with the record Put would have chosen, in one batch
+// with the removal of its queue key; a reader sees either form and the same bytes. A pending
+// record is never a delta base: choosing one as a base finalizes it first, so every delta's base
+// is final and depths stay consistent. One finalization runs at a time (finalize_mu_); gc holds
+// that lock (LockFinalize) while it marks and sweeps, so no base it frees is chosen meanwhile.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <list>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "kv/kv.h"
 #include "layerfs/ids.h"
@@ -25,7 +40,7 @@ namespace layerfs::objects {
 
 // FORMAT: persisted kind and encoding values; never renumber.
 enum class Kind : uint8_t { kBlob = 1, kChunk = 2, kChunkList = 3, kTree = 4, kCommit = 5 };
-enum class Encoding : uint8_t { kRaw = 0, kZstd = 1, kDelta = 2 };
+enum class Encoding : uint8_t { kRaw = 0, kZstd = 1, kDelta = 2, kPending = 3 };
 
 kv::Cf CfOf(Kind k);
 const char* KindName(Kind k);
@@ -37,6 +52,7 @@ struct RecordInfo {
   uint64_t decoded_size;
   ObjectId base;  // valid when encoding == kDelta
   size_t stored_bytes;
+  ObjectId hint;  // kPending: the delta hint it will be encoded against (zero: none)
 };
 // Parses a record's header; `payload` (optional) receives the encoded bytes.
 Result<RecordInfo> ParseRecord(std::string_view rec, std::string_view* payload = nullptr);
@@ -60,6 +76,13 @@ struct Tuning {
   size_t flush_bytes = 256 << 20; // pending bytes that trigger an automatic Flush()
 };
 
+// One pending record in the encoding queue, and the persisted queue list that names it.
+struct Queued {
+  Kind kind;
+  ObjectId id;
+  uint64_t list;
+};
+
 struct PutResult {
   ObjectId id;
   bool added = false;  // false when the content was already stored
@@ -73,13 +96,23 @@ class Txn {
  public:
   // A dry Txn is for ids only (`status`): file content (blobs, chunks) is hashed, not encoded or
   // staged; trees and chunk lists are staged unencoded so they can be read back.
-  explicit Txn(bool dry = false) : dry_(dry) {}
+  // A deferred Txn stages pending records (see above) for everything but Commits; its owner calls
+  // ObjectStore::Enqueue(txn) once the batch it took is written. A deferred Txn that grows past
+  // Tuning::flush_bytes writes what it staged early (unreferenced until the owner's write; gc
+  // frees it if that never comes), so a huge commit is not held in memory whole.
+  explicit Txn(bool dry = false, bool deferred = false) : dry_(dry), deferred_(deferred && !dry) {}
   bool empty() const { return batch_.empty(); }
   bool dry() const { return dry_; }
+  bool deferred() const { return deferred_; }
 
  private:
   friend class ObjectStore;
   bool dry_;
+  bool deferred_;
+  // Pending records staged (and taken) but not yet handed to the queue, and the queue list that
+  // TakeBatch wrote for them (0: none yet).
+  std::vector<std::pair<Kind, ObjectId>> queued_;
+  uint64_t queue_list_ = 0;
   kv::Batch batch_;
   // Staged records by column family byte + id: a tree and a blob may share an id (the same
   // bytes) and are still different records.
@@ -112,6 +145,29 @@ class ObjectStore {
   // Forgets cached content (after gc deleted objects).
   void ClearCache();
 
+  // Deferred encoding. Enqueue: the pending records `txn` staged are written; queue them.
+  void Enqueue(Txn* txn);
+  // Reads the persisted queue (at open: what a previous process left pending).
+  Status LoadQueue();
+  // Encodes the pending record (kind, id) now, as Put would have, if it still is pending.
+  Status Finalize(Kind kind, const ObjectId& id);
+  // The queue, for the encoder: the next entry (false if empty), and its completion (an entry
+  // that failed goes back to the end of the queue).
+  bool PopQueued(Queued* out);
+  void DoneQueued(const Queued& e, bool failed);
+  // Entries queued or being finalized.
+  size_t QueuedCount();
+  // Waits until the queue is empty and nothing is being finalized, or `timeout_ms` passed
+  // (negative: forever); true if empty.
+  bool WaitQueueEmpty(int timeout_ms);
+  // Waits until an entry is queued or `timeout_ms` passed.
+  void WaitQueued(int timeout_ms);
+  // Whether Workspace commits should defer encoding (a background encoder runs).
+  void SetDeferring(bool on) { deferring_ = on; }
+  bool deferring() const { return deferring_; }
+  // Held by gc while it marks and sweeps: no finalization runs meanwhile.
+  std::unique_lock<std::mutex> LockFinalize() { return std::unique_lock<std::mutex>(finalize_mu_); }
+
   uint64_t seed() const { return seed_; }
   const Policy& policy() const { return policy_; }
   kv::Kv* kv() { return kv_; }
@@ -123,7 +179,11 @@ class ObjectStore {
   int LevelFor(size_t input) const;
   Result<std::string> EncodeFull(Kind kind, std::string_view content);
   Result<std::string> ChooseEncoding(Kind kind, std::string_view content,
-                                     const std::optional<ObjectId>& base, Txn* txn);
+                                     const std::optional<ObjectId>& base, Txn* txn, bool finalize_locked);
+  Status FinalizeLocked(Kind kind, const ObjectId& id);
+  Status FinalizeOne(Kind kind, const ObjectId& id, std::optional<ObjectId>* pending_hint);
+  Status FlushDeferred(Txn* txn);
+  void StageQueueList(kv::Batch* batch, Txn* txn);
   void CachePut(const ObjectId& id, const std::string& content);
   std::optional<std::string> CacheGet(const ObjectId& id);
 
@@ -131,6 +191,16 @@ class ObjectStore {
   uint64_t seed_;
   Policy policy_;
   Tuning tuning_;
+
+  std::atomic<bool> deferring_{false};
+  std::mutex finalize_mu_;  // one finalization at a time; gc holds it (LockFinalize)
+  std::mutex queue_mu_;     // guards the queue
+  std::condition_variable queue_cv_;
+  std::deque<Queued> queue_;
+  std::unordered_set<std::string> queued_keys_;  // in queue_ or in flight: kind byte + id
+  std::unordered_map<uint64_t, size_t> list_left_;  // queue list -> its entries not yet done
+  uint64_t next_list_ = 1;
+  size_t in_flight_ = 0;
 
   std::mutex mu_;  // guards everything below
   Txn shared_;     // the pending writes of callers that pass no Txn

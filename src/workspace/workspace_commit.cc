@@ -51,7 +51,7 @@ Result<std::map<Ino, std::pair<ObjectId, bool>>> Workspace::Impl::StoreContents(
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::vector<objects::Txn> txns;
-  for (size_t w = 0; w < workers; w++) txns.emplace_back(txn->dry());
+  for (size_t w = 0; w < workers; w++) txns.emplace_back(txn->dry(), txn->deferred());
   std::vector<Status> errors(workers);
   std::vector<std::vector<std::pair<Ino, history::StoredContent>>> got(workers);
   std::vector<std::thread> threads;
@@ -234,7 +234,9 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::
   std::shared_ptr<const kv::Snapshot> snap;
   std::map<Ino, uint64_t> dirty;
   ObjectId base;
-  objects::Txn txn;
+  // With a background encoder running, content is stored raw and encoded after the commit
+  // returns (docs/design.md, "Commits in the background").
+  objects::Txn txn(/*dry=*/false, /*deferred=*/im->store_.objects().deferring());
   Impl::Built built;
   {
     // Pinned from before the snapshot until its blocks are read: no data-log segment it refers

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "kv/kv.h"
+#include "objects/object_store.h"
 #include "workspace/inode.h"
 #include "workspace/registry.h"
 #include "../test_util.h"
@@ -362,9 +363,14 @@ TEST_F(WorkspaceTest, InodeNumbersFollowTheCommitAndPristineForksAreReleased) {
 // A random sequence of operations on the Workspace and on a std::map model of the tree (paths
 // to contents, "" for directories); every few operations a Commit, and every Commit is read
 // back in full against the model's snapshot at that point.
+// Modes of encoding: 0 in each commit; 1 deferred and left pending (no encoder) until the end,
+// so every read below reads pending records; 2 deferred with the background encoder running,
+// finalizing while commits go on and their content is read back.
 TEST_F(WorkspaceTest, RandomOperationsAgainstModel) {
-  for (uint32_t seed : {1u, 2u, 3u}) {
+  for (auto [seed, mode] : std::vector<std::pair<uint32_t, int>>{{1, 0}, {2, 0}, {3, 1}, {4, 2}}) {
     SetUp();
+    if (mode == 1) store_->objects().SetDeferring(true);
+    if (mode == 2) store_->StartBackgroundEncoding();
     std::mt19937 rng(seed);
     std::map<std::string, std::optional<std::string>> model;  // nullopt = directory
     std::vector<std::pair<ObjectId, decltype(model)>> commits;
@@ -451,6 +457,7 @@ TEST_F(WorkspaceTest, RandomOperationsAgainstModel) {
         ASSERT_EQ(*got, *model[f]) << "seed " << seed << " op " << op << " " << f;
       }
     }
+    auto check_commits = [&] {
     for (const auto& [id, m] : commits) {
       for (const auto& [p, v] : m) {
         auto e = store_->Lookup(id, p);
@@ -471,6 +478,23 @@ TEST_F(WorkspaceTest, RandomOperationsAgainstModel) {
     auto rep = store_->Verify({});
     ASSERT_TRUE(rep.ok()) << rep.status().message();
     ASSERT_TRUE(rep->ok()) << rep->problems[0];
+    };
+    check_commits();
+    if (mode == 1) {
+      EXPECT_GT(store_->PendingEncodings(), 0u);
+    }
+    // gc drains first, then frees what no branch reaches; everything committed reads the same.
+    auto gc = store_->Gc();
+    ASSERT_TRUE(gc.ok()) << gc.status().message();
+    EXPECT_EQ(store_->PendingEncodings(), 0u);
+    check_commits();
+    auto st = store_->Stats();
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st->pending_objects, 0u);
+    EXPECT_LE(st->max_chain_depth["whole"], 16u);
+    EXPECT_LE(st->max_chain_depth["metadata"], 8u);
+    ws_.reset();
+    store_.reset();  // stops the encoder (mode 2)
   }
 }
 

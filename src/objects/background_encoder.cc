@@ -1,0 +1,79 @@
+#include "objects/background_encoder.h"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+namespace layerfs::objects {
+
+void BackgroundEncoder::Start() {
+  std::lock_guard l(mu_);
+  if (running_) return;
+  stop_ = false;
+  running_ = true;
+  os_.SetDeferring(true);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void BackgroundEncoder::Stop(bool drain) {
+  std::lock_guard l(mu_);
+  if (!running_) return;
+  drain_on_stop_ = drain;
+  stop_ = true;
+  os_.SetDeferring(false);
+  thread_.join();
+  running_ = false;
+}
+
+void BackgroundEncoder::Loop() {
+  int pause_ms = 0;
+  for (;;) {
+    if (stop_ && (!drain_on_stop_ || os_.QueuedCount() == 0)) return;
+    Queued e;
+    if (!os_.PopQueued(&e)) {
+      if (stop_) return;
+      os_.WaitQueued(200);
+      continue;
+    }
+    Status s = os_.Finalize(e.kind, e.id);
+    if (s.ok()) {
+      finalized_++;
+      pause_ms = 0;
+      os_.DoneQueued(e, false);
+      continue;
+    }
+    failures_++;
+    spdlog::warn("background encoding of {} {}: {} (left pending, retried)", KindName(e.kind), e.id.Hex(),
+                 s.message());
+    os_.DoneQueued(e, true);
+    // A full disk or a damaged record: do not spin. Stopping gives up on the rest (still pending
+    // and readable; the next encoder retries).
+    if (stop_) return;
+    pause_ms = pause_ms == 0 ? 100 : std::min(pause_ms * 2, 5000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  }
+}
+
+Status BackgroundEncoder::Drain() {
+  if (running_) {
+    // The thread retries failures forever; a caller waiting on a full disk gets the error after
+    // a bounded wait instead of hanging.
+    uint64_t fails = failures_;
+    while (!os_.WaitQueueEmpty(1000)) {
+      if (failures_ > fails + 3) return Status::Errorf(EIO, "background encoding keeps failing ({} retries)", failures_ - fails);
+      if (!running_) break;
+    }
+    if (running_) return Status::Ok();
+  }
+  size_t budget = os_.QueuedCount();
+  Queued e;
+  while (budget-- > 0 && os_.PopQueued(&e)) {
+    Status s = os_.Finalize(e.kind, e.id);
+    os_.DoneQueued(e, !s.ok());
+    if (!s.ok()) return s;
+    finalized_++;
+  }
+  return Status::Ok();
+}
+
+}  // namespace layerfs::objects
