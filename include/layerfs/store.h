@@ -176,7 +176,8 @@ class Store {
 
   // Deferred encoding (docs/design.md, "Commits in the background"). Starts the background
   // encoder: from now on Workspace commits store raw content and return; it is encoded on the
-  // encoder's thread. The daemon starts it; a Store closing with it running encodes what is left.
+  // encoder's thread. The daemon starts it; a Store closing stops it after the record in hand,
+  // leaving the rest pending for the next encoder (or a stats or gc, which encode it first).
   void StartBackgroundEncoding();
   // Returns once nothing is left to encode (encoding on this thread if no encoder runs).
   Status DrainEncoding();

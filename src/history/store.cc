@@ -80,8 +80,9 @@ int64_t NowNanos() {
 using history::NowNanos;
 
 Store::~Store() {
-  // A daemon's exit: what its commits left pending is encoded before the database closes.
-  if (impl_ && impl_->encoder) impl_->encoder->Stop(/*drain=*/true);
+  // A daemon's exit is not held up by a backlog: the encoder finishes the record in hand; the
+  // rest stays pending (readable), for the next encoder or a stats or gc to encode.
+  if (impl_ && impl_->encoder) impl_->encoder->Stop(/*drain=*/false);
 }
 
 void Store::StartBackgroundEncoding() { impl_->encoder->Start(); }

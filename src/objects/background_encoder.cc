@@ -1,5 +1,8 @@
 #include "objects/background_encoder.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -26,6 +29,9 @@ void BackgroundEncoder::Stop(bool drain) {
 }
 
 void BackgroundEncoder::Loop() {
+  // Below the threads that serve mounts and commits: on a busy machine the encoding waits, not
+  // the user. (Linux: a thread's nice value is its own.)
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
   int pause_ms = 0;
   for (;;) {
     if (stop_ && (!drain_on_stop_ || os_.QueuedCount() == 0)) return;

@@ -1,14 +1,15 @@
 // BackgroundEncoder: encodes an ObjectStore's pending records (deferred by Workspace commits)
 // on a thread of its own, oldest first, so a commit returns once its raw content is durable.
 //
+// The thread runs at nice 10, below the threads serving mounts and commits.
 // Owned by the Store; the daemon starts it (Start), other processes do not, and whatever is left
 // pending stays readable and is encoded by the next encoder, or by Drain (stats, gc). Each record
 // is finalized in one unsynced batch (ObjectStore::Finalize): a crash at any point leaves every
 // record pending or final, both readable. A failed finalization (a full disk) leaves the record
 // pending and is retried after a pause that grows to 5 s.
 //
-// Thread-safe. Stop(true) encodes everything queued before returning (a daemon's exit);
-// Stop(false) returns after the record in hand.
+// Thread-safe. Stop(true) encodes everything queued before returning; Stop(false) returns after
+// the record in hand (a daemon's exit: never held up by a backlog).
 #pragma once
 
 #include <atomic>

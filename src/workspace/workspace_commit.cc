@@ -291,16 +291,22 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::
     if (mark_now(ino) == gen) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
   }
   if (!more_parents.empty() || end_merge) extra.Delete(kv::Cf::kWorkspace, im->keys_.Merge());
-  LFS_ASSIGN(ObjectId id, im->store_.CommitTree(opts_.branch, built.root, base, message, built.bytes,
-                                                built.entries, &extra, &txn, more_parents));
+  std::vector<ObjectId> parents{base};
+  parents.insert(parents.end(), more_parents.begin(), more_parents.end());
+  LFS_ASSIGN(ObjectId id, im->store_.StageCommit(built.root, parents, message, built.bytes, built.entries, &txn));
+  // The Workspace's new base goes into the Commit's own synced batch: one sync per commit, and
+  // no crash can leave the branch moved with the Workspace still on its old base.
+  {
+    ObjectId old = im->base_;
+    im->base_ = id;
+    im->PutState(&extra);
+    im->base_ = old;
+  }
+  LFS_TRY(im->store_.UpdateBranch(opts_.branch, base, id, &extra, &txn));
   im->base_ = id;
   // The marks this commit deleted: those whose generation did not move since the snapshot.
   for (const auto& [ino, gen] : built.dirty)
     if (auto it = im->dirty_.find(ino); it != im->dirty_.end() && it->second == gen) im->dirty_.erase(it);
-  kv::Batch st;
-  im->PutState(&st);
-  Status s = im->kv_.Write(st, true);
-  if (!s.ok()) return s;
   return id;
 }
 
