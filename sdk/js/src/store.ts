@@ -1,0 +1,423 @@
+// Store: a LayerFS Store driven through its daemon, with the CLI's verbs as methods returning
+// promises. Concurrent calls each use their own connection from a small pool (the daemon serves
+// each connection on its own thread), so Promise.all over verbs runs them at once. Idle
+// connections do not keep Node's event loop alive; close() ends them.
+
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, existsSync, rmdirSync } from "node:fs";
+import { constants as osConstants, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+
+import { Conn, runInit, startDaemon, storeRoot } from "./connection.js";
+import { LayerFSError, makeError } from "./errors.js";
+import type {
+  Branch, Change, Commit, CommitResult, DirEntry, ExecResult, ExportResult, GcResult, ImportResult, Mount,
+  ProgressCallback, ResetResult, VerifyResult, WorkspaceStatus,
+} from "./types.js";
+
+/** File content moves in pieces of this many bytes (base64 makes a piece ~22 MiB on the wire). */
+export const CHUNK = 16 * 1024 * 1024;
+const DEFAULT_IDLE = 60;
+
+export interface OpenOptions {
+  /** Seconds a daemon started by the SDK stays up with no mount and no connection (default 60). */
+  idle?: number;
+  /** Receives the progress events of every verb that does not pass its own callback. */
+  progress?: ProgressCallback;
+  /** Start layerfsd when none listens (default true); false: reject with NotConnected. */
+  autostart?: boolean;
+}
+
+export interface InitOptions extends OpenOptions {
+  /** Delta-chain caps W/C/M, such as "16/8/8". */
+  policy?: string;
+  /** A directory whose tree becomes the first Commit. */
+  fromDir?: string;
+  /** The first Commit's message. */
+  message?: string;
+}
+
+export interface CallOptions {
+  progress?: ProgressCallback;
+}
+
+export interface ExecOptions {
+  /** Commit what the command left with this message (whatever its exit status). */
+  commit?: string;
+  /** Where to mount the branch when it is not mounted (default: a fresh temporary directory). */
+  mountpoint?: string;
+  /** Capture stdout and stderr into the result instead of passing them through. */
+  capture?: boolean;
+  /** Bytes fed to the command's stdin (otherwise stdin passes through). */
+  input?: string | Uint8Array;
+  env?: NodeJS.ProcessEnv;
+  /** Milliseconds before the command is killed (SIGKILL); the result then shows the signal. */
+  timeout?: number;
+}
+
+type Args = Record<string, unknown>;
+
+function args(o: Record<string, unknown>): Args {
+  const out: Args = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined && v !== null && v !== false) out[k] = v;
+  return out;
+}
+
+function content(r: unknown): Buffer {
+  const b64 = (r as { content_base64?: unknown })?.content_base64;
+  if (typeof b64 !== "string") throw makeError("PROTOCOL", "layerfsd sent no content_base64");
+  return Buffer.from(b64, "base64");
+}
+
+/** A LayerFS Store. `await Store.open(path)` connects, starting layerfsd when none runs. */
+export class Store {
+  /** The Store's absolute path. */
+  readonly path: string;
+  readonly idle: number;
+  progress?: ProgressCallback;
+  readonly autostart: boolean;
+  private readonly sockPath: string;
+  private pool: Conn[] = [];
+  private closed = false;
+
+  private constructor(path: string, opts: OpenOptions) {
+    this.path = path;
+    this.idle = opts.idle ?? DEFAULT_IDLE;
+    this.progress = opts.progress;
+    this.autostart = opts.autostart ?? true;
+    this.sockPath = join(path, "control.sock");
+  }
+
+  /**
+   * Opens the Store at `path`: connects to its daemon, starting `layerfsd --idle IDLE` when none
+   * listens. Rejects with NotFound when there is no Store there.
+   */
+  static async open(path: string, opts: OpenOptions = {}): Promise<Store> {
+    const s = new Store(storeRoot(path), opts);
+    s.pool.push(await s.connect());
+    return s;
+  }
+
+  /** Creates a Store at `path` (`layerfs init`: branch main), then opens it. */
+  static async init(path: string, opts: InitOptions = {}): Promise<Store> {
+    await runInit(path, { policy: opts.policy, fromDir: opts.fromDir !== undefined ? resolve(opts.fromDir) : undefined,
+      message: opts.message });
+    return Store.open(path, opts);
+  }
+
+  /** Closes the connections; the Store cannot be used afterwards. */
+  close(): void {
+    this.closed = true;
+    for (const c of this.pool) c.close();
+    this.pool = [];
+  }
+
+  private async connect(): Promise<Conn> {
+    try {
+      return await Conn.connect(this.sockPath);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "ECONNREFUSED") throw makeError(code ?? "EIO", String((e as Error).message));
+      if (!this.autostart) throw makeError("ENOTCONN", `no layerfsd serves ${this.path}`);
+    }
+    await startDaemon(this.path, this.idle, async () => {
+      try {
+        (await Conn.connect(this.sockPath)).close();
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    try {
+      return await Conn.connect(this.sockPath);
+    } catch (e) {
+      throw makeError("ENOTCONN", `layerfsd for ${this.path} does not answer: ${(e as Error).message}`);
+    }
+  }
+
+  private async take(): Promise<Conn> {
+    if (this.closed) throw makeError("ENOTCONN", `Store ${this.path} is closed`);
+    while (this.pool.length) {
+      const c = this.pool.pop()!;
+      if (!c.dead) return c;
+    }
+    return this.connect();
+  }
+
+  private put(c: Conn): void {
+    if (this.closed || c.dead) c.close();
+    else this.pool.push(c);
+  }
+
+  /**
+   * Sends any verb of the protocol with `args` by the protocol's names and resolves with its raw
+   * JSON result (for verbs newer than this SDK's methods, such as merge or remotes).
+   */
+  async request(verb: string, a: Args = {}, opts: CallOptions = {}): Promise<unknown> {
+    let cwd: string | undefined;
+    try {
+      cwd = process.cwd();
+    } catch {
+      cwd = undefined;
+    }
+    for (let attempt = 0; ; attempt++) {
+      const c = await this.take();
+      const wasUsed = c.used;
+      try {
+        const r = await c.request(verb, a, cwd, opts.progress ?? this.progress);
+        this.put(c);
+        return r;
+      } catch (e) {
+        this.put(c);
+        // The daemon left while the connection was idle and never saw the request: retry once.
+        if (attempt === 0 && wasUsed && (e as { neverSent?: boolean }).neverSent) continue;
+        throw e;
+      }
+    }
+  }
+
+  private call<T>(verb: string, a: Args, opts: CallOptions = {}): Promise<T> {
+    return this.request(verb, a, opts) as Promise<T>;
+  }
+
+  // -- branches and history ----------------------------------------------------------------------
+
+  /** Every branch with its head Commit and its mountpoint when mounted (`layerfs branch`). */
+  branches(): Promise<Branch[]> {
+    return this.call("branches", {});
+  }
+
+  /**
+   * Creates branch `name` at `at` (a branch, commit id, unique prefix or REF~N), O(1).
+   * Rejects with Exists when the name is taken, NotFound when `at` names nothing.
+   */
+  async fork(name: string, at = "main"): Promise<Branch> {
+    const r = await this.call<{ branch: string; commit: string }>("fork", { name, from: at });
+    return { name: r.branch, commit: r.commit };
+  }
+
+  /** Deletes branch `name` (`layerfs branch -d`); Busy while it is mounted. */
+  async branchDelete(name: string): Promise<void> {
+    await this.call("branch_delete", { name });
+  }
+
+  /** Commits newest first along first parents from `ref` (default main). */
+  log(ref = "main", opts: { maxCount?: number } = {}): Promise<Commit[]> {
+    return this.call("log", args({ ref, max_count: opts.maxCount }));
+  }
+
+  /** A Commit with `changes`: the paths it changed against its first parent. */
+  show(commit: string): Promise<Commit> {
+    return this.call("show", { commit });
+  }
+
+  /** Paths added, deleted, modified, type- or mode-changed from `a` to `b` (or `a` as "A...B"). */
+  diff(a: string, b?: string): Promise<Change[]> {
+    return this.call("diff", args({ a, b }));
+  }
+
+  /** The content of `path` in `commit` (a symlink's target for a symlink). */
+  async cat(commit: string, path: string): Promise<Buffer> {
+    return content(await this.call("cat", { commit, path }));
+  }
+
+  /** Writes `commit`'s tree into `dir` (absent or empty). */
+  export(commit: string, dir: string, opts: CallOptions = {}): Promise<ExportResult> {
+    return this.call("export", { commit, dir: resolve(dir) }, opts);
+  }
+
+  /** Commits the tree of `dir` as the next Commit of `branch` (default main) (`layerfs import`). */
+  importDir(dir: string, opts: { branch?: string; message?: string } & CallOptions = {}): Promise<ImportResult> {
+    return this.call("import", args({ dir: resolve(dir), branch: opts.branch, message: opts.message }), opts);
+  }
+
+  // -- mounts and Workspaces ---------------------------------------------------------------------
+
+  /** Mounts branch `ref` writable (a commit read-only) at `mountpoint`; resolves once mounted. */
+  mount(ref: string, mountpoint: string, opts: { readOnly?: boolean; allowOther?: boolean } = {}): Promise<Mount> {
+    return this.call("mount", args({ ref, mountpoint: resolve(mountpoint), read_only: opts.readOnly,
+      allow_other: opts.allowOther }));
+  }
+
+  /** Flushes and unmounts `mountpoint` (what was written stays in the Workspace, uncommitted). */
+  async umount(mountpoint: string): Promise<void> {
+    await this.call("umount", { mountpoint: resolve(mountpoint) });
+  }
+
+  /** The daemon's live mounts. */
+  mounts(): Promise<Mount[]> {
+    return this.call("mounts", {});
+  }
+
+  /**
+   * Commits what was written to `target` (a mountpoint or a branch, mounted or not) and resolves
+   * with the new Commit's id. Data still in the page cache and in mmaps is included.
+   */
+  async commit(target: string | null, message: string): Promise<string> {
+    return (await this.call<CommitResult>("commit", args({ target, message }))).commit;
+  }
+
+  /** Uncommitted changes of `target`'s Workspace (a mountpoint or a branch). */
+  status(target?: string): Promise<WorkspaceStatus> {
+    return this.call("status", args({ target }));
+  }
+
+  /** Discards `target`'s uncommitted changes; with `hard: REF` also moves the branch to REF. */
+  reset(target?: string, opts: { hard?: string } = {}): Promise<ResetResult> {
+    return this.call("reset", args({ target, hard: opts.hard }));
+  }
+
+  // -- whole Store -------------------------------------------------------------------------------
+
+  /** Allocated bytes (payload / metadata / other), objects, chain depths (`stats --json`). */
+  stats(): Promise<Record<string, unknown>> {
+    return this.call("stats", {});
+  }
+
+  /** Reads back everything reachable from `commits` (default all); damage is in the result. */
+  verify(commits?: string[], opts: CallOptions = {}): Promise<VerifyResult> {
+    return this.call("verify", args({ commits: commits && commits.length ? commits : undefined }), opts);
+  }
+
+  /** Frees what no branch reaches any more. */
+  gc(opts: CallOptions = {}): Promise<GcResult> {
+    return this.call("gc", {}, opts);
+  }
+
+  // -- files of a live Workspace (for agents without a shell) ------------------------------------
+
+  /** Reads `path` from the live Workspace of `target` (a branch or mountpoint, mounted or not). */
+  async readFile(target: string, path: string, opts: { offset?: number; length?: number } = {}): Promise<Buffer> {
+    const offset = opts.offset ?? 0;
+    const parts: Buffer[] = [];
+    let got = 0;
+    for (;;) {
+      const want = opts.length === undefined ? CHUNK : Math.min(CHUNK, opts.length - got);
+      const piece = content(await this.call("read_file", args({ target, path, offset: offset + got || undefined,
+        length: want })));
+      parts.push(piece);
+      got += piece.length;
+      if (piece.length < want || (opts.length !== undefined && got >= opts.length)) return Buffer.concat(parts);
+    }
+  }
+
+  /**
+   * Writes `data` (a string is UTF-8) to `path` in `target`'s live Workspace, replacing the file
+   * (or appending); a mounted branch's users see it at once. Resolves with the file's size.
+   */
+  async writeFile(target: string, path: string, data: string | Uint8Array,
+                  opts: { mode?: number | string; append?: boolean } = {}): Promise<number> {
+    const raw = typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data);
+    let size = 0;
+    for (let i = 0; i === 0 || i < raw.length; i += CHUNK) {
+      const r = await this.call<{ size: number }>("write_file", args({ target, path,
+        content_base64: raw.subarray(i, i + CHUNK).toString("base64"), mode: opts.mode,
+        append: opts.append || i > 0 }));
+      size = r.size;
+    }
+    return size;
+  }
+
+  /** The entries of directory `path` (default: the root) of `target`'s live Workspace. */
+  listDir(target: string, path?: string): Promise<DirEntry[]> {
+    return this.call("list_dir", args({ target, path }));
+  }
+
+  /** Removes `path` (a directory only with `recursive`) from `target`'s live Workspace. */
+  async removePath(target: string, path: string, opts: { recursive?: boolean } = {}): Promise<void> {
+    await this.call("remove_path", args({ target, path, recursive: opts.recursive }));
+  }
+
+  // -- exec (client side: mount, run, commit, umount) ---------------------------------------------
+
+  /**
+   * Runs `command` with its working directory in `ref`'s Workspace, like `layerfs exec`: the
+   * branch is mounted for the run (at `mountpoint` or a temporary directory) unless it is mounted
+   * already, and unmounted after. A string command runs under `/bin/sh -c`. With `commit: MESSAGE`
+   * what the command left is committed, whatever its exit status. When `ref` is a commit rather
+   * than a branch, it is forked first under a new name (`result.branch`, `result.forked`).
+   */
+  async exec(ref: string, command: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
+    let branch = ref;
+    let forked = false;
+    const found = (await this.branches()).find((b) => b.name === ref);
+    let mountedAt: string | undefined = found?.mountpoint;
+    if (!found) {
+      const head = (await this.log(ref, { maxCount: 1 }))[0].id;
+      branch = `exec-${head.slice(0, 8)}-${randomBytes(3).toString("hex")}`;
+      await this.fork(branch, head);
+      forked = true;
+      mountedAt = undefined;
+    }
+    let mp = mountedAt;
+    let madeDir = false;
+    if (mp === undefined) {
+      if (opts.mountpoint === undefined) {
+        mp = mkdtempSync(join(tmpdir(), "layerfs-exec-"));
+        madeDir = true;
+      } else {
+        mp = resolve(opts.mountpoint);
+        if (!existsSync(mp)) {
+          mkdirSync(mp, { recursive: true });
+          madeDir = true;
+        }
+      }
+      try {
+        await this.mount(branch, mp);
+      } catch (e) {
+        if (madeDir) rmdirSync(mp);
+        throw e;
+      }
+    }
+    const argv = typeof command === "string" ? ["/bin/sh", "-c", command] : command;
+    try {
+      const run = await runCommand(argv, mp, opts);
+      const commit = opts.commit !== undefined ? await this.commit(mp, opts.commit) : null;
+      return { ...run, branch, mountpoint: mp, commit, forked };
+    } finally {
+      if (mountedAt === undefined) {
+        await this.umount(mp);
+        if (madeDir) rmdirSync(mp);
+      }
+    }
+  }
+}
+
+function runCommand(argv: string[], cwd: string, opts: ExecOptions):
+    Promise<{ returncode: number; signal: string | null; stdout: Buffer | null; stderr: Buffer | null }> {
+  return new Promise((resolvePromise, reject) => {
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const child = spawn(argv[0], argv.slice(1), {
+      cwd,
+      env: opts.env,
+      stdio: [opts.input !== undefined ? "pipe" : "inherit", opts.capture ? "pipe" : "inherit",
+        opts.capture ? "pipe" : "inherit"],
+    });
+    let timer: NodeJS.Timeout | undefined;
+    if (opts.timeout !== undefined) timer = setTimeout(() => child.kill("SIGKILL"), opts.timeout);
+    child.stdout?.on("data", (d: Buffer) => out.push(d));
+    child.stderr?.on("data", (d: Buffer) => err.push(d));
+    if (opts.input !== undefined) {
+      child.stdin!.on("error", () => undefined); // the command may exit without reading it all
+      child.stdin!.end(opts.input);
+    }
+    child.once("error", (e) => {
+      if (timer) clearTimeout(timer);
+      reject(makeError("ENOENT", `cannot run ${argv[0]}: ${e.message}`));
+    });
+    child.once("close", (code, signal) => {
+      if (timer) clearTimeout(timer);
+      const signum = signal ? (osConstants.signals as Record<string, number>)[signal] ?? 0 : 0;
+      resolvePromise({
+        returncode: code ?? -signum,
+        signal: signal ?? null,
+        stdout: opts.capture ? Buffer.concat(out) : null,
+        stderr: opts.capture ? Buffer.concat(err) : null,
+      });
+    });
+  });
+}
+
+export { LayerFSError };

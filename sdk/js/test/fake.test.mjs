@@ -1,0 +1,260 @@
+// The SDK's side of docs/protocol.md against a fake daemon: what goes on the wire for each verb,
+// how results, errors, events and lost connections come back, and auto-start.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { randomBytes } from "node:crypto";
+
+import * as layerfs from "../dist/index.js";
+import { Store } from "../dist/index.js";
+import { FakeDaemon } from "./fake-server.mjs";
+
+const HERE = fileURLToPath(new URL(".", import.meta.url));
+
+function storeDir() {
+  const root = mkdtempSync(join(tmpdir(), "layerfs-js-fake-"));
+  const store = join(root, "store");
+  mkdirSync(store);
+  writeFileSync(join(store, "LAYERFS"), "LayerFS store\n");
+  return { root, store };
+}
+
+async function withFake(fn, opts) {
+  const { root, store } = storeDir();
+  const fake = await new FakeDaemon(store, opts).listen();
+  try {
+    await fn(fake, store, root);
+  } finally {
+    await fake.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+const last = (fake) => fake.requests[fake.requests.length - 1];
+const ID = /^[0-9a-f]{32}$/;
+
+test("requests carry the documented names; results come back typed", () => withFake(async (fake, store) => {
+  const s = await Store.open(store);
+  const [main] = await s.branches();
+  assert.equal(main.name, "main");
+  assert.match(main.commit, ID);
+  assert.equal(main.mountpoint, undefined);
+  let req = last(fake);
+  assert.equal(req.protocol, 1);
+  assert.equal(req.verb, "branches");
+  assert.deepEqual(req.args, {});
+  assert.equal(req.cwd, process.cwd());
+
+  assert.deepEqual(await s.fork("try", "main"), { name: "try", commit: main.commit });
+  assert.deepEqual(last(fake).args, { name: "try", from: "main" });
+  await s.fork("other");
+  assert.deepEqual(last(fake).args, { name: "other", from: "main" });
+
+  const m = await s.mount("try", "rel/mp");
+  assert.deepEqual(last(fake).args, { ref: "try", mountpoint: resolve("rel/mp") });
+  assert.equal(m.branch, "try");
+  assert.equal(m.read_only, false);
+  await s.mount(main.commit, "/ro", { readOnly: true });
+  assert.deepEqual(last(fake).args, { ref: main.commit, mountpoint: "/ro", read_only: true });
+
+  assert.equal(await s.writeFile("try", "a.txt", "hello\n"), 6);
+  req = last(fake);
+  assert.equal(Buffer.from(req.args.content_base64, "base64").toString(), "hello\n");
+  assert.equal("append" in req.args, false);
+  assert.equal(await s.writeFile("try", "a.txt", Buffer.from("more"), { append: true, mode: 0o600 }), 10);
+  assert.equal(last(fake).args.append, true);
+  assert.equal(last(fake).args.mode, 0o600);
+  assert.equal((await s.readFile("try", "a.txt")).toString(), "hello\nmore");
+  assert.equal((await s.readFile("try", "a.txt", { offset: 6, length: 2 })).toString(), "mo");
+  assert.deepEqual(last(fake).args, { target: "try", path: "a.txt", offset: 6, length: 2 });
+  assert.deepEqual((await s.listDir("try")).map((e) => [e.name, e.size]), [["a.txt", 10]]);
+
+  const st = await s.status(resolve("rel/mp"));
+  assert.equal(st.branch, "try");
+  assert.deepEqual(st.changes.map((c) => [c.path, c.change]), [["a.txt", "A"]]);
+
+  const cid = await s.commit(resolve("rel/mp"), "first");
+  assert.match(cid, ID);
+  assert.deepEqual(last(fake).args, { target: resolve("rel/mp"), message: "first" });
+  const log = await s.log("try");
+  assert.deepEqual(log.map((c) => c.id), [cid, main.commit]);
+  assert.deepEqual(log[0].parents, [main.commit]);
+  assert.equal(log[0].message, "first");
+  assert.equal(typeof log[0].time, "number");
+  assert.deepEqual((await s.log("try", { maxCount: 1 })).map((c) => c.id), [cid]);
+  assert.deepEqual(last(fake).args, { ref: "try", max_count: 1 });
+
+  const shown = await s.show(cid);
+  assert.deepEqual(shown.changes.map((c) => c.path), ["a.txt"]);
+  const d = await s.diff(main.commit, cid);
+  assert.deepEqual(d.map((c) => [c.path, c.change]), [["a.txt", "A"]]);
+  assert.equal(d[0].after.size, 10);
+  assert.deepEqual(await s.diff(`${main.commit}...${cid}`), d);
+  assert.deepEqual(last(fake).args, { a: `${main.commit}...${cid}` });
+  assert.equal((await s.cat(cid, "a.txt")).toString(), "hello\nmore");
+
+  await s.removePath("try", "a.txt");
+  assert.deepEqual(last(fake).args, { target: "try", path: "a.txt" });
+  assert.equal((await s.reset("try")).commit, cid);
+  assert.equal((await s.reset("try", { hard: "try~1" })).commit, main.commit);
+  assert.deepEqual(last(fake).args, { target: "try", hard: "try~1" });
+
+  assert.deepEqual((await s.mounts()).map((x) => x.mountpoint), [resolve("rel/mp")]);
+  await s.umount("rel/mp");
+  assert.deepEqual(await s.mounts(), []);
+  await s.branchDelete("other");
+  assert.deepEqual(last(fake), { ...last(fake), verb: "branch_delete", args: { name: "other" } });
+
+  assert.equal((await s.stats()).policy, "16/8/8");
+  assert.equal((await s.export(main.commit, "out")).dir, resolve("out"));
+  const imp = await s.importDir("tree", { branch: "main", message: "imp" });
+  assert.match(imp.commit, ID);
+  assert.deepEqual(last(fake).args, { dir: resolve("tree"), branch: "main", message: "imp" });
+  assert.equal((await s.verify([main.commit])).ok, true);
+  assert.deepEqual(last(fake).args, { commits: [main.commit] });
+  await s.verify();
+  assert.deepEqual(last(fake).args, {});
+  assert.deepEqual(await s.gc(), { objects_deleted: 2, bytes_before: 100, bytes_after: 50 });
+  assert.equal((await s.request("stats")).branches, 2);
+  s.close();
+  await assert.rejects(s.branches(), layerfs.NotConnected);
+}));
+
+test("errors reject with the class and code of the daemon's error", () => withFake(async (fake, store) => {
+  const s = await Store.open(store);
+  await assert.rejects(s.fork("x", "nosuch"), (e) => {
+    assert.ok(e instanceof layerfs.NotFound && e instanceof layerfs.LayerFSError && e instanceof Error);
+    assert.equal(e.code, "ENOENT");
+    assert.equal(e.errno, 2);
+    assert.equal(e.detail, "no branch or commit 'nosuch'");
+    assert.equal(e.message, "layerfs: no branch or commit 'nosuch'");
+    assert.equal(e.name, "NotFound");
+    return true;
+  });
+  await s.fork("x");
+  await assert.rejects(s.fork("x"), (e) => e instanceof layerfs.Exists && e.code === "EEXIST" && e.errno === 17);
+  await s.mount("x", "/mp");
+  await assert.rejects(s.branchDelete("x"), (e) => e instanceof layerfs.Busy && e.code === "EBUSY" && e.errno === 16);
+  await assert.rejects(s.request("log", { nonsense: 1 }), (e) => e instanceof layerfs.InvalidArgument);
+  await assert.rejects(s.request("boom"), layerfs.IOFailure);
+  assert.deepEqual((await s.branches()).map((b) => b.name), ["main", "x"]);
+  s.close();
+}));
+
+test("every documented code has its class", () => {
+  const cases = {
+    ENOENT: layerfs.NotFound, EEXIST: layerfs.Exists, EBUSY: layerfs.Busy, EINVAL: layerfs.InvalidArgument,
+    ENOTDIR: layerfs.NotADirectory, EISDIR: layerfs.IsADirectory, EROFS: layerfs.ReadOnly,
+    ENOSPC: layerfs.NoSpace, EIO: layerfs.IOFailure, EACCES: layerfs.PermissionDenied,
+    ENOTCONN: layerfs.NotConnected, ESTALE: layerfs.Stale, ETIMEDOUT: layerfs.Unreachable,
+    ECONNREFUSED: layerfs.Unreachable, EHOSTUNREACH: layerfs.Unreachable,
+    NOT_FAST_FORWARD: layerfs.NotFastForward, CONFLICT: layerfs.Conflict, DIVERGED: layerfs.Diverged,
+    PROTOCOL: layerfs.ProtocolError, TOO_LARGE: layerfs.TooLarge,
+  };
+  for (const [code, cls] of Object.entries(cases)) {
+    const e = layerfs.fromWire({ code, errno: 7, message: "m" });
+    assert.equal(e.constructor, cls, code);
+    assert.equal(e.code, code);
+    assert.equal(e.errno, 7);
+  }
+  const other = layerfs.fromWire({ code: "ENAMETOOLONG", errno: 36, message: "long" });
+  assert.equal(other.constructor, layerfs.LayerFSError);
+  assert.equal(layerfs.makeError("ENOENT", "x").errno, 2);
+  assert.equal(layerfs.fromWire("junk").constructor, layerfs.ProtocolError);
+});
+
+test("a version mismatch is a ProtocolError naming both versions", () => withFake(async (fake, store) => {
+  const s = await Store.open(store);
+  await assert.rejects(s.branches(), (e) => e instanceof layerfs.ProtocolError &&
+    e.detail === "client speaks protocol 1, this layerfsd speaks 2");
+  s.close();
+}, { protocol: 2 }));
+
+test("progress events reach the callback; unknown events are skipped", () => withFake(async (fake, store) => {
+  const seen = [];
+  const s = await Store.open(store, { progress: (p) => seen.push(p) });
+  await s.gc();
+  assert.deepEqual(seen.map((p) => [p.phase, p.objects, p.objects_total]), [["gc", 1, 3], ["gc", 2, 3], ["gc", 3, 3]]);
+  const mine = [];
+  await s.importDir("d", { progress: (p) => mine.push(p) });
+  assert.equal(mine.length, 3);
+  assert.equal(seen.length, 3);
+  await assert.rejects(s.verify(undefined, { progress: () => { throw new Error("stop"); } }), /stop/);
+  assert.equal((await s.branches()).length, 1);
+  s.close();
+}));
+
+test("concurrent calls use their own connections; a dropped idle connection is replaced", () =>
+  withFake(async (fake, store) => {
+    const s = await Store.open(store);
+    const made = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => s.fork(`c${i}`)));
+    assert.deepEqual(made.map((b) => b.name).sort(), ["c0", "c1", "c2", "c3", "c4", "c5"]);
+    assert.ok(fake.connections >= 2);
+    const before = fake.connections;
+    fake.dropConnections();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await s.branches()).length, 7);
+    assert.equal(fake.connections, before + 1);
+    s.close();
+  }));
+
+test("large content moves in pieces", () => withFake(async (fake, store) => {
+  const s = await Store.open(store);
+  const data = randomBytes(layerfs.CHUNK + 1000);
+  const n0 = fake.requests.length;
+  assert.equal(await s.writeFile("main", "big", data), data.length);
+  assert.deepEqual(fake.requests.slice(n0).map((r) => r.args.append ?? false), [false, true]);
+  assert.ok((await s.readFile("main", "big")).equals(data));
+  assert.ok((await s.readFile("main", "big", { offset: 5, length: 10 })).equals(data.subarray(5, 15)));
+  assert.equal(await s.writeFile("main", "empty", ""), 0);
+  assert.equal((await s.readFile("main", "empty")).length, 0);
+  s.close();
+}));
+
+test("open needs a Store; without autostart no daemon is NotConnected", async () => {
+  await assert.rejects(Store.open("/nonexistent/store"), layerfs.NotFound);
+  const { root, store } = storeDir();
+  try {
+    await assert.rejects(Store.open(root), layerfs.NotFound);
+    await assert.rejects(Store.open(store, { autostart: false }), layerfs.NotConnected);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a client that finds no daemon starts one with --idle", async () => {
+  const { root, store } = storeDir();
+  const exe = join(root, "layerfsd");
+  writeFileSync(exe, `#!/bin/sh\nexec "${process.execPath}" "${join(HERE, "fake-server.mjs")}" "$@"\n`);
+  chmodSync(exe, 0o755);
+  const saved = process.env.LAYERFSD;
+  process.env.LAYERFSD = exe;
+  try {
+    const s = await Store.open(store, { idle: 5 });
+    assert.equal((await s.branches())[0].name, "main");
+    s.close();
+    assert.equal(readFileSync(join(store, "fake-starts"), "utf8"), "--idle 5\n");
+    const s2 = await Store.open(store);
+    await s2.fork("again");
+    s2.close();
+    assert.equal(readFileSync(join(store, "fake-starts"), "utf8"), "--idle 5\n");
+
+    writeFileSync(exe, "#!/bin/sh\necho 'layerfsd: store is damaged: bad table' >&2\nexit 1\n");
+    const other = storeDir();
+    await assert.rejects(Store.open(other.store), (e) => e instanceof layerfs.LayerFSError &&
+      e.detail === `cannot start layerfsd for ${other.store}: store is damaged: bad table`);
+    rmSync(other.root, { recursive: true, force: true });
+  } finally {
+    if (saved === undefined) delete process.env.LAYERFSD;
+    else process.env.LAYERFSD = saved;
+    try {
+      process.kill(Number(readFileSync(join(store, "layerfsd.pid"), "utf8")), "SIGKILL");
+    } catch {
+      // already gone
+    }
+    rmSync(root, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,350 @@
+"""The asyncio client: ``AsyncStore``, the same verbs as ``Store`` as coroutines.
+
+Each concurrent call uses its own connection from a small pool, so ``asyncio.gather`` over many
+verbs runs them at once in the daemon (which serves each connection on its own thread). Use it
+from one event loop; ``await store.close()`` (or ``async with``) closes the connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import tempfile
+from typing import Any, Mapping, Sequence
+
+from . import _core, errors
+from ._core import Call, ProgressCallback, T
+from .types import (
+    Branch,
+    Change,
+    Commit,
+    DirEntry,
+    ExecResult,
+    ExportResult,
+    GcResult,
+    ImportResult,
+    Mount,
+    ResetResult,
+    VerifyResult,
+    WorkspaceStatus,
+)
+
+PathArg = str | os.PathLike[str]
+
+
+class _AConn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.next_id = 1
+        self.used = False
+
+    def close(self) -> None:
+        self.writer.close()
+
+    async def read_message(self) -> dict[str, Any]:
+        try:
+            line = await self.reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError:
+            raise errors.make_error("ECONNRESET", "layerfsd closed the connection before it answered") from None
+        except asyncio.LimitOverrunError:
+            raise errors.make_error("TOO_LARGE", "layerfsd sent a message over the protocol's size limit") from None
+        return _core.decode_message(line[:-1])
+
+
+class AsyncStore:
+    """A LayerFS Store driven through its daemon from asyncio; see ``layerfs.Store`` for the verbs.
+
+    ``await AsyncStore.open(path)`` connects (starting ``layerfsd`` when none runs);
+    ``await AsyncStore.init(path)`` creates the Store first.
+    """
+
+    def __init__(self, path: str, idle: int, progress: ProgressCallback | None, autostart: bool) -> None:
+        """Use ``await AsyncStore.open(path)``."""
+        self.path = path
+        self.idle = idle
+        self.progress = progress
+        self.autostart = autostart
+        self._sock_path = _core.socket_path(path)
+        self._idle: list[_AConn] = []
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: PathArg, *, idle: int = _core.DEFAULT_IDLE, progress: ProgressCallback | None = None,
+                   autostart: bool = True) -> AsyncStore:
+        """Opens the Store at ``path``, starting its daemon when none runs (see ``Store.open``)."""
+        s = cls(_core.store_root(path), idle, progress, autostart)
+        s._idle.append(await s._connect())
+        return s
+
+    @classmethod
+    async def init(cls, path: PathArg, *, policy: str | None = None, from_dir: PathArg | None = None,
+                   message: str | None = None, **open_kw: Any) -> AsyncStore:
+        """Creates a Store at ``path`` (``layerfs init``), then opens it (see ``Store.init``)."""
+        await asyncio.to_thread(_core.run_init, os.fspath(path), policy,
+                                os.fspath(from_dir) if from_dir is not None else None, message)
+        return await cls.open(path, **open_kw)
+
+    async def close(self) -> None:
+        """Closes the connections."""
+        self._closed = True
+        conns, self._idle = self._idle, []
+        for c in conns:
+            c.close()
+            try:
+                await c.writer.wait_closed()
+            except OSError:
+                pass
+
+    async def __aenter__(self) -> AsyncStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"AsyncStore({self.path!r})"
+
+    async def _open_conn(self) -> _AConn:
+        r, w = await asyncio.open_unix_connection(self._sock_path, limit=_core.MAX_MESSAGE + 1)
+        return _AConn(r, w)
+
+    async def _connect(self) -> _AConn:
+        try:
+            return await self._open_conn()
+        except (FileNotFoundError, ConnectionRefusedError):
+            if not self.autostart:
+                raise errors.make_error("ENOTCONN", f"no layerfsd serves {self.path}") from None
+        await asyncio.to_thread(_core.start_daemon, self.path, self.idle, self._can_connect)
+        try:
+            return await self._open_conn()
+        except OSError as e:
+            raise errors.make_error("ENOTCONN", f"layerfsd for {self.path} does not answer: {e.strerror}") from None
+
+    def _can_connect(self) -> bool:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self._sock_path)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    async def _take(self) -> _AConn:
+        if self._closed:
+            raise errors.make_error("ENOTCONN", f"Store {self.path} is closed")
+        while self._idle:
+            c = self._idle.pop()
+            if not (c.reader.at_eof() or c.writer.transport.is_closing()):
+                return c
+            c.close()  # the daemon exited while this connection was idle
+        return await self._connect()
+
+    def _put(self, c: _AConn) -> None:
+        if self._closed:
+            c.close()
+        else:
+            self._idle.append(c)
+
+    async def _run(self, call: Call[T], progress: ProgressCallback | None = None) -> T:
+        return call.parse(await self._request(call.verb, call.args, progress or self.progress))
+
+    async def _request(self, verb: str, args: Mapping[str, Any], progress: ProgressCallback | None) -> Any:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = None
+        for attempt in range(2):
+            conn = await self._take()
+            rid = conn.next_id
+            conn.next_id += 1
+            conn.writer.write(_core.encode_request(rid, verb, args, cwd))
+            try:
+                await conn.writer.drain()
+                if conn.writer.transport.is_closing():
+                    raise BrokenPipeError
+            except (BrokenPipeError, ConnectionResetError):
+                conn.close()
+                if attempt == 0 and conn.used:
+                    continue  # the daemon left while the connection was idle; it never saw this
+                raise errors.make_error("ECONNRESET", "layerfsd closed the connection") from None
+            conn.used = True
+            out = _core.Outcome(rid, verb, progress)
+            try:
+                while not out.done:
+                    out.feed(await conn.read_message())
+            except errors.LayerFSError as e:
+                if out.done and e.code not in ("PROTOCOL", "TOO_LARGE"):
+                    self._put(conn)
+                else:
+                    conn.close()
+                raise
+            except BaseException:
+                conn.close()  # cancelled or a callback raised mid-response: the stream is spoiled
+                raise
+            self._put(conn)
+            return out.result
+        raise AssertionError("unreachable")
+
+    async def request(self, verb: str, args: Mapping[str, Any] | None = None,
+                      progress: ProgressCallback | None = None) -> Any:
+        """Sends any verb with raw arguments; returns its raw JSON result (see ``Store.request``)."""
+        return await self._run(_core.raw(verb, args), progress)
+
+    async def branches(self) -> list[Branch]:
+        """Every branch with its head and mountpoint (see ``Store.branches``)."""
+        return await self._run(_core.branches())
+
+    async def fork(self, name: str, at: str = "main") -> Branch:
+        """Creates branch ``name`` at ``at``, O(1) (see ``Store.fork``)."""
+        return await self._run(_core.fork(name, at))
+
+    async def branch_delete(self, name: str) -> None:
+        """Deletes branch ``name`` (see ``Store.branch_delete``)."""
+        await self._run(_core.branch_delete(name))
+
+    async def log(self, ref: str = "main", max_count: int | None = None) -> list[Commit]:
+        """Commits newest first from ``ref`` (see ``Store.log``)."""
+        return await self._run(_core.log(ref, max_count))
+
+    async def show(self, commit: str) -> Commit:
+        """A Commit with its changes (see ``Store.show``)."""
+        return await self._run(_core.show(commit))
+
+    async def diff(self, a: str, b: str | None = None) -> list[Change]:
+        """Changes from ``a`` to ``b`` (see ``Store.diff``)."""
+        return await self._run(_core.diff(a, b))
+
+    async def cat(self, commit: str, path: str) -> bytes:
+        """A file of a Commit (see ``Store.cat``)."""
+        return await self._run(_core.cat(commit, path))
+
+    async def export(self, commit: str, dir: PathArg, progress: ProgressCallback | None = None) -> ExportResult:
+        """Writes a Commit's tree into ``dir`` (see ``Store.export``)."""
+        return await self._run(_core.export(commit, dir), progress)
+
+    async def import_dir(self, dir: PathArg, branch: str | None = None, message: str | None = None,
+                         progress: ProgressCallback | None = None) -> ImportResult:
+        """Commits a directory's tree (see ``Store.import_dir``)."""
+        return await self._run(_core.import_dir(dir, branch, message), progress)
+
+    async def mount(self, ref: str, mountpoint: PathArg, read_only: bool = False,
+                    allow_other: bool = False) -> Mount:
+        """Mounts ``ref`` at ``mountpoint`` (see ``Store.mount``)."""
+        return await self._run(_core.mount(ref, mountpoint, read_only, allow_other))
+
+    async def umount(self, mountpoint: PathArg) -> None:
+        """Unmounts ``mountpoint`` (see ``Store.umount``)."""
+        await self._run(_core.umount(mountpoint))
+
+    async def mounts(self) -> list[Mount]:
+        """The daemon's live mounts (see ``Store.mounts``)."""
+        return await self._run(_core.mounts())
+
+    async def commit(self, target: PathArg | None, message: str) -> str:
+        """Commits ``target`` and returns the new Commit's id (see ``Store.commit``)."""
+        return (await self._run(_core.commit(target, message))).commit
+
+    async def status(self, target: PathArg | None = None) -> WorkspaceStatus:
+        """Uncommitted changes (see ``Store.status``)."""
+        return await self._run(_core.status(target))
+
+    async def reset(self, target: PathArg | None = None, hard: str | None = None) -> ResetResult:
+        """Discards changes, or moves the branch with ``hard`` (see ``Store.reset``)."""
+        return await self._run(_core.reset(target, hard))
+
+    async def stats(self) -> dict[str, Any]:
+        """Space and chain statistics (see ``Store.stats``)."""
+        return await self._run(_core.stats())
+
+    async def verify(self, commits: Sequence[str] | None = None,
+                     progress: ProgressCallback | None = None) -> VerifyResult:
+        """Checks every hash reachable from ``commits`` (see ``Store.verify``)."""
+        return await self._run(_core.verify(list(commits) if commits else None), progress)
+
+    async def gc(self, progress: ProgressCallback | None = None) -> GcResult:
+        """Frees what no branch reaches (see ``Store.gc``)."""
+        return await self._run(_core.gc(), progress)
+
+    async def read_file(self, target: PathArg, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        """Reads a file of a live Workspace (see ``Store.read_file``)."""
+        out = bytearray()
+        while True:
+            want = _core.CHUNK if length is None else min(_core.CHUNK, length - len(out))
+            piece = await self._run(_core.read_file(target, path, offset + len(out), want))
+            out += piece
+            if len(piece) < want or (length is not None and len(out) >= length):
+                return bytes(out)
+
+    async def write_file(self, target: PathArg, path: str, data: bytes | str, mode: int | str | None = None,
+                         append: bool = False) -> int:
+        """Writes a file of a live Workspace (see ``Store.write_file``)."""
+        raw = _core.as_bytes(data)
+        size = 0
+        for i in range(0, max(len(raw), 1), _core.CHUNK):
+            size = await self._run(_core.write_file(target, path, raw[i:i + _core.CHUNK], mode, append or i > 0))
+        return size
+
+    async def list_dir(self, target: PathArg, path: str | None = None) -> list[DirEntry]:
+        """A directory of a live Workspace (see ``Store.list_dir``)."""
+        return await self._run(_core.list_dir(target, path))
+
+    async def remove_path(self, target: PathArg, path: str, recursive: bool = False) -> None:
+        """Removes a path of a live Workspace (see ``Store.remove_path``)."""
+        await self._run(_core.remove_path(target, path, recursive))
+
+    async def exec(self, ref: str, command: Sequence[str] | str, *, commit: str | None = None,
+                   mountpoint: PathArg | None = None, capture_output: bool = False, input: bytes | None = None,
+                   env: Mapping[str, str] | None = None, timeout: float | None = None) -> ExecResult:
+        """Runs ``command`` in ``ref``'s Workspace, mounting it for the run (see ``Store.exec``).
+        On ``timeout`` the command is killed and ``asyncio.TimeoutError`` raised (after unmounting)."""
+        branch, forked, mounted_at = await self._exec_branch(ref)
+        made_dir = False
+        mp = mounted_at
+        if mp is None:
+            if mountpoint is None:
+                mp = tempfile.mkdtemp(prefix="layerfs-exec-")
+                made_dir = True
+            else:
+                mp = os.path.abspath(os.fspath(mountpoint))
+                if not os.path.exists(mp):
+                    os.makedirs(mp)
+                    made_dir = True
+            try:
+                await self.mount(branch, mp)
+            except BaseException:
+                if made_dir:
+                    os.rmdir(mp)
+                raise
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        pipe = asyncio.subprocess.PIPE if capture_output else None
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, cwd=mp, stdin=asyncio.subprocess.PIPE if input is not None else None,
+                stdout=pipe, stderr=pipe, env=dict(env) if env is not None else None)
+            try:
+                out, err = await asyncio.wait_for(proc.communicate(input), timeout)
+            except BaseException:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+                raise
+            cid = await self.commit(mp, commit) if commit is not None else None
+        finally:
+            if mounted_at is None:
+                await self.umount(mp)
+                if made_dir:
+                    os.rmdir(mp)
+        assert proc.returncode is not None
+        return ExecResult(returncode=proc.returncode, branch=branch, mountpoint=mp, commit=cid,
+                          stdout=out, stderr=err, forked=forked)
+
+    async def _exec_branch(self, ref: str) -> tuple[str, bool, str | None]:
+        for b in await self.branches():
+            if b.name == ref:
+                return ref, False, b.mountpoint
+        head = (await self.log(ref, 1))[0].id
+        name = _core.exec_branch_name(head)
+        await self.fork(name, head)
+        return name, True, None

@@ -1,0 +1,391 @@
+"""The synchronous client: ``Store``, with the CLI's verbs as methods.
+
+A Store talks to the Store's daemon over its control socket (docs/protocol.md), starting one when
+none listens. It keeps a small pool of connections, so one Store may be used from many threads at
+once: each call takes an idle connection (or opens one) and gives it back when its response is
+in. ``close()`` (or leaving a ``with`` block) closes them; a daemon the SDK started then exits
+after its idle time if nothing else holds it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+from typing import Any, Mapping, Sequence
+
+from . import _core, errors
+from ._core import Call, ProgressCallback, T
+from .types import (
+    Branch,
+    Change,
+    Commit,
+    DirEntry,
+    ExecResult,
+    ExportResult,
+    GcResult,
+    ImportResult,
+    Mount,
+    ResetResult,
+    VerifyResult,
+    WorkspaceStatus,
+)
+
+PathArg = str | os.PathLike[str]
+
+
+class _Conn:
+    """One connection: a socket and the bytes read past the last message."""
+
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.sock.connect(path)
+        except BaseException:
+            self.sock.close()
+            raise
+        self.buf = bytearray()
+        self.next_id = 1
+        self.used = False
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def alive(self) -> bool:
+        """False once the daemon has closed its end (it exited while we were idle)."""
+        try:
+            return self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
+    def read_message(self) -> dict[str, Any]:
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self.buf[:nl])
+                del self.buf[: nl + 1]
+                return _core.decode_message(line)
+            if len(self.buf) > _core.MAX_MESSAGE:
+                raise errors.make_error("TOO_LARGE", "layerfsd sent a message over the protocol's size limit")
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise errors.make_error("ECONNRESET", "layerfsd closed the connection before it answered")
+            self.buf += chunk
+
+
+class Store:
+    """A LayerFS Store, driven through its daemon.
+
+    ``Store.open(path)`` connects (starting ``layerfsd`` when none runs); ``Store.init(path)``
+    creates a Store first. Every verb of the CLI is a method; failures raise the
+    ``layerfs.LayerFSError`` subclass of their code. Thread-safe.
+    """
+
+    def __init__(self, path: PathArg, *, idle: int = _core.DEFAULT_IDLE,
+                 progress: ProgressCallback | None = None, autostart: bool = True) -> None:
+        """Use ``Store.open`` (the same thing, named as the CLI would)."""
+        self.path = _core.store_root(path)
+        self.idle = idle
+        self.progress = progress
+        self.autostart = autostart
+        self._sock_path = _core.socket_path(self.path)
+        self._idle: list[_Conn] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._put(self._connect())  # fail now, not at the first verb, when there is no daemon
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: PathArg, *, idle: int = _core.DEFAULT_IDLE, progress: ProgressCallback | None = None,
+             autostart: bool = True) -> Store:
+        """Opens the Store at ``path``: connects to its daemon, starting ``layerfsd --idle IDLE``
+        when none listens (unless ``autostart=False``: then NotConnected). ``progress`` receives
+        the progress events of every verb that does not pass its own callback."""
+        return cls(path, idle=idle, progress=progress, autostart=autostart)
+
+    @classmethod
+    def init(cls, path: PathArg, *, policy: str | None = None, from_dir: PathArg | None = None,
+             message: str | None = None, **open_kw: Any) -> Store:
+        """Creates a Store at ``path`` (``layerfs init``: branch main, policy W/C/M such as
+        "16/8/8", optionally a first Commit of ``from_dir``), then opens it."""
+        _core.run_init(os.fspath(path), policy, os.fspath(from_dir) if from_dir is not None else None, message)
+        return cls.open(path, **open_kw)
+
+    def close(self) -> None:
+        """Closes the connections. The Store object cannot be used afterwards."""
+        with self._lock:
+            self._closed = True
+            conns, self._idle = self._idle, []
+        for c in conns:
+            c.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r})"
+
+    # -- transport -------------------------------------------------------------------------------
+
+    def _connect(self) -> _Conn:
+        try:
+            return _Conn(self._sock_path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            if not self.autostart:
+                raise errors.make_error("ENOTCONN", f"no layerfsd serves {self.path}") from None
+        _core.start_daemon(self.path, self.idle, self._can_connect)
+        try:
+            return _Conn(self._sock_path)
+        except OSError as e:
+            raise errors.make_error("ENOTCONN", f"layerfsd for {self.path} does not answer: {e.strerror}") from None
+
+    def _can_connect(self) -> bool:
+        try:
+            _Conn(self._sock_path).close()
+            return True
+        except OSError:
+            return False
+
+    def _take(self) -> _Conn:
+        with self._lock:
+            if self._closed:
+                raise errors.make_error("ENOTCONN", f"Store {self.path} is closed")
+            while self._idle:
+                c = self._idle.pop()
+                if c.alive():
+                    return c
+                c.close()
+        return self._connect()
+
+    def _put(self, c: _Conn) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.append(c)
+                return
+        c.close()
+
+    def _run(self, call: Call[T], progress: ProgressCallback | None = None) -> T:
+        return call.parse(self._request(call.verb, call.args, progress or self.progress))
+
+    def _request(self, verb: str, args: Mapping[str, Any], progress: ProgressCallback | None) -> Any:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = None
+        for attempt in range(2):
+            conn = self._take()
+            rid = conn.next_id
+            conn.next_id += 1
+            line = _core.encode_request(rid, verb, args, cwd)
+            try:
+                conn.sock.sendall(line)
+            except (BrokenPipeError, ConnectionResetError):
+                # The daemon went away while this connection was idle (its last mount ended,
+                # or it was restarted): it never saw the request, so a new connection may retry.
+                conn.close()
+                if attempt == 0 and conn.used:
+                    continue
+                raise errors.make_error("ECONNRESET", "layerfsd closed the connection") from None
+            conn.used = True
+            out = _core.Outcome(rid, verb, progress)
+            try:
+                while not out.done:
+                    out.feed(conn.read_message())
+            except errors.LayerFSError as e:
+                if out.done and e.code not in ("PROTOCOL", "TOO_LARGE"):
+                    self._put(conn)
+                else:
+                    conn.close()
+                raise
+            except BaseException:
+                conn.close()  # a half-read response (an exception in a callback, ^C) spoils it
+                raise
+            self._put(conn)
+            return out.result
+        raise AssertionError("unreachable")
+
+    def request(self, verb: str, args: Mapping[str, Any] | None = None,
+                progress: ProgressCallback | None = None) -> Any:
+        """Sends any verb of the protocol with ``args`` by the protocol's names and returns its
+        raw JSON result (for verbs newer than this SDK's methods, such as merge or remotes)."""
+        return self._run(_core.raw(verb, args), progress)
+
+    # -- branches and history --------------------------------------------------------------------
+
+    def branches(self) -> list[Branch]:
+        """Every branch with its head Commit and its mountpoint when mounted (``layerfs branch``)."""
+        return self._run(_core.branches())
+
+    def fork(self, name: str, at: str = "main") -> Branch:
+        """Creates branch ``name`` at ``at`` (a branch, commit id, unique prefix or REF~N), O(1).
+        Exists when the name is taken, NotFound when ``at`` names nothing."""
+        return self._run(_core.fork(name, at))
+
+    def branch_delete(self, name: str) -> None:
+        """Deletes branch ``name`` (``layerfs branch -d``); Busy while it is mounted. Its Commits
+        stay until ``gc`` frees what no branch reaches."""
+        self._run(_core.branch_delete(name))
+
+    def log(self, ref: str = "main", max_count: int | None = None) -> list[Commit]:
+        """Commits newest first along first parents from ``ref``; at most ``max_count``."""
+        return self._run(_core.log(ref, max_count))
+
+    def show(self, commit: str) -> Commit:
+        """A Commit with ``changes``: the paths it changed against its first parent."""
+        return self._run(_core.show(commit))
+
+    def diff(self, a: str, b: str | None = None) -> list[Change]:
+        """Paths added, deleted, modified, type- or mode-changed from ``a`` to ``b``
+        (or ``a`` given as "A...B")."""
+        return self._run(_core.diff(a, b))
+
+    def cat(self, commit: str, path: str) -> bytes:
+        """The content of ``path`` in ``commit`` (a symlink's target for a symlink)."""
+        return self._run(_core.cat(commit, path))
+
+    def export(self, commit: str, dir: PathArg, progress: ProgressCallback | None = None) -> ExportResult:
+        """Writes ``commit``'s tree into ``dir`` (absent or empty)."""
+        return self._run(_core.export(commit, dir), progress)
+
+    def import_dir(self, dir: PathArg, branch: str | None = None, message: str | None = None,
+                   progress: ProgressCallback | None = None) -> ImportResult:
+        """Commits the tree of ``dir`` as the next Commit of ``branch`` (default main)
+        (``layerfs import``; unchanged files cost a stat)."""
+        return self._run(_core.import_dir(dir, branch, message), progress)
+
+    # -- mounts and Workspaces -------------------------------------------------------------------
+
+    def mount(self, ref: str, mountpoint: PathArg, read_only: bool = False, allow_other: bool = False) -> Mount:
+        """Mounts branch ``ref`` writable (a commit read-only) at ``mountpoint`` and returns once
+        it is mounted. Busy when the branch is mounted already."""
+        return self._run(_core.mount(ref, mountpoint, read_only, allow_other))
+
+    def umount(self, mountpoint: PathArg) -> None:
+        """Flushes and unmounts ``mountpoint`` (what was written stays in the branch's
+        Workspace, uncommitted)."""
+        self._run(_core.umount(mountpoint))
+
+    def mounts(self) -> list[Mount]:
+        """The daemon's live mounts."""
+        return self._run(_core.mounts())
+
+    def commit(self, target: PathArg | None, message: str) -> str:
+        """Commits what was written to ``target`` (a mountpoint or a branch, mounted or not) and
+        returns the new Commit's id. Data still in the page cache and in mmaps is included."""
+        return self._run(_core.commit(target, message)).commit
+
+    def status(self, target: PathArg | None = None) -> WorkspaceStatus:
+        """Uncommitted changes of ``target``'s Workspace (a mountpoint or a branch)."""
+        return self._run(_core.status(target))
+
+    def reset(self, target: PathArg | None = None, hard: str | None = None) -> ResetResult:
+        """Discards ``target``'s uncommitted changes; with ``hard=REF`` also moves the branch
+        to REF."""
+        return self._run(_core.reset(target, hard))
+
+    # -- whole Store -----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Allocated bytes (payload / metadata / other), objects and chain depths, as
+        ``layerfs stats --json`` prints them."""
+        return self._run(_core.stats())
+
+    def verify(self, commits: Sequence[str] | None = None, progress: ProgressCallback | None = None) -> VerifyResult:
+        """Reads back every object reachable from ``commits`` (default: all) and checks every
+        hash. Damage is reported in the result (``ok`` False, ``problems``), not raised."""
+        return self._run(_core.verify(list(commits) if commits else None), progress)
+
+    def gc(self, progress: ProgressCallback | None = None) -> GcResult:
+        """Frees what no branch reaches any more."""
+        return self._run(_core.gc(), progress)
+
+    # -- files of a live Workspace (for agents without a shell) ----------------------------------
+
+    def read_file(self, target: PathArg, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        """Reads ``path`` from the live Workspace of ``target`` (a branch or a mountpoint; the
+        branch need not be mounted): ``length`` bytes from ``offset`` (default: to the end)."""
+        out = bytearray()
+        while True:
+            want = _core.CHUNK if length is None else min(_core.CHUNK, length - len(out))
+            piece = self._run(_core.read_file(target, path, offset + len(out), want))
+            out += piece
+            if len(piece) < want or (length is not None and len(out) >= length):
+                return bytes(out)
+
+    def write_file(self, target: PathArg, path: str, data: bytes | str, mode: int | str | None = None,
+                   append: bool = False) -> int:
+        """Writes ``data`` (str is UTF-8) to ``path`` in ``target``'s live Workspace, replacing
+        the file (or appending); a mounted branch's users see it at once. Returns the size."""
+        raw = _core.as_bytes(data)
+        size = 0
+        for i in range(0, max(len(raw), 1), _core.CHUNK):
+            size = self._run(_core.write_file(target, path, raw[i:i + _core.CHUNK], mode, append or i > 0))
+        return size
+
+    def list_dir(self, target: PathArg, path: str | None = None) -> list[DirEntry]:
+        """The entries of directory ``path`` (default: the root) in ``target``'s live Workspace."""
+        return self._run(_core.list_dir(target, path))
+
+    def remove_path(self, target: PathArg, path: str, recursive: bool = False) -> None:
+        """Removes ``path`` (a directory only with ``recursive``) from ``target``'s Workspace."""
+        self._run(_core.remove_path(target, path, recursive))
+
+    # -- exec (client side: mount, run, commit, umount) -------------------------------------------
+
+    def exec(self, ref: str, command: Sequence[str] | str, *, commit: str | None = None,
+             mountpoint: PathArg | None = None, capture_output: bool = False, input: bytes | None = None,
+             env: Mapping[str, str] | None = None, timeout: float | None = None) -> ExecResult:
+        """Runs ``command`` with its working directory in ``ref``'s Workspace, like
+        ``layerfs exec``: the branch is mounted for the run (at ``mountpoint`` or a fresh temporary
+        directory) unless it is mounted already, and unmounted after. A str command runs under
+        ``/bin/sh -c``. ``commit=MESSAGE`` commits what the command left, whatever its exit status.
+        When ``ref`` is not a branch but a commit, it is forked first under a new name
+        (``result.branch``, ``result.forked``). Standard streams pass through unless
+        ``capture_output``. The result's ``returncode`` is negative when a signal killed it."""
+        branch, forked, mounted_at = self._exec_branch(ref)
+        made_dir = False
+        mp = mounted_at
+        if mp is None:
+            if mountpoint is None:
+                mp = tempfile.mkdtemp(prefix="layerfs-exec-")
+                made_dir = True
+            else:
+                mp = os.path.abspath(os.fspath(mountpoint))
+                if not os.path.exists(mp):
+                    os.makedirs(mp)
+                    made_dir = True
+            try:
+                self.mount(branch, mp)
+            except BaseException:
+                if made_dir:
+                    os.rmdir(mp)
+                raise
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        try:
+            proc = subprocess.run(argv, cwd=mp, input=input, capture_output=capture_output,
+                                  env=dict(env) if env is not None else None, timeout=timeout)
+            cid = self.commit(mp, commit) if commit is not None else None
+        finally:
+            if mounted_at is None:
+                self.umount(mp)
+                if made_dir:
+                    os.rmdir(mp)
+        return ExecResult(returncode=proc.returncode, branch=branch, mountpoint=mp, commit=cid,
+                          stdout=proc.stdout, stderr=proc.stderr, forked=forked)
+
+    def _exec_branch(self, ref: str) -> tuple[str, bool, str | None]:
+        for b in self.branches():
+            if b.name == ref:
+                return ref, False, b.mountpoint
+        head = self.log(ref, 1)[0].id  # NotFound when ref names nothing
+        name = _core.exec_branch_name(head)
+        self.fork(name, head)
+        return name, True, None

@@ -1,0 +1,285 @@
+"""The typed results of LayerFS verbs: one dataclass per object of docs/protocol.md.
+
+Every class is built from the protocol's JSON with ``from_json``, which takes the fields it knows
+and ignores any others, so a newer daemon that adds fields does not break an older SDK.
+Ids are 32 lowercase hex digits; times are seconds since the epoch plus nanoseconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
+
+
+def _build(cls: type[T], data: Any) -> T:
+    if not isinstance(data, dict):
+        from .errors import ProtocolError
+
+        raise ProtocolError("PROTOCOL", 0, f"expected a JSON object for {cls.__name__}, got {data!r}")
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+ChangeKind = Literal["A", "D", "M", "T", "P"]
+"""A added, D deleted, M modified, T type changed, P permissions (mode) changed."""
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One side of a change: what a path was or became."""
+
+    type: str
+    mode: str | int
+    size: int
+    id: str | None = None
+    target: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> TreeEntry:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A path that differs between two trees; ``change`` is one of A, D, M, T, P."""
+
+    path: str
+    change: str
+    before: TreeEntry | None = None
+    after: TreeEntry | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Change:
+        c = _build(cls, data)
+        before = TreeEntry.from_json(c.before) if isinstance(c.before, dict) else None
+        after = TreeEntry.from_json(c.after) if isinstance(c.after, dict) else None
+        return dataclasses.replace(c, before=before, after=after)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A Commit: its id, parents (first parent first), root tree, message and time."""
+
+    id: str
+    parents: list[str] = field(default_factory=list)
+    message: str = ""
+    time: int = 0
+    time_nsec: int = 0
+    root: str | None = None
+    logical_bytes: int | None = None
+    files: int | None = None
+    changes: list[Change] | None = None
+    """Only from ``show``: what this Commit changed against its first parent."""
+
+    @property
+    def datetime(self) -> _dt.datetime:
+        """The Commit's time as an aware UTC datetime."""
+        return _dt.datetime.fromtimestamp(self.time + self.time_nsec / 1e9, _dt.timezone.utc)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Commit:
+        c = _build(cls, data)
+        if c.changes is not None:
+            c = dataclasses.replace(c, changes=[Change.from_json(x) for x in c.changes])
+        return c
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A Branch: its name, head Commit, and where it is mounted (None when it is not)."""
+
+    name: str
+    commit: str
+    mountpoint: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Branch:
+        if isinstance(data, dict) and "name" not in data and "branch" in data:
+            data = {**data, "name": data["branch"]}  # fork's {"branch", "commit"}
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A live mount of the daemon: a branch (writable) or a commit (read-only)."""
+
+    mountpoint: str
+    commit: str
+    branch: str | None = None
+    read_only: bool = False
+    transport: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Mount:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class MergeConflict:
+    """A path a merge could not reconcile (its fields follow the merge section of docs/design.md)."""
+
+    path: str
+    kind: str | None = None
+    ours: Any = None
+    theirs: Any = None
+    base: Any = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> MergeConflict:
+        if isinstance(data, str):
+            return cls(path=data)
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class WorkspaceStatus:
+    """Uncommitted changes of a branch's Workspace (and merge conflicts, if one is under way)."""
+
+    branch: str | None
+    changes: list[Change] = field(default_factory=list)
+    conflicts: list[MergeConflict] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: Any) -> WorkspaceStatus:
+        s = _build(cls, data)
+        return dataclasses.replace(
+            s,
+            changes=[Change.from_json(x) for x in (s.changes or [])],
+            conflicts=[MergeConflict.from_json(x) for x in (s.conflicts or [])],
+        )
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What ``commit`` made: the new Commit's id, its branch and parents."""
+
+    commit: str
+    branch: str | None = None
+    parents: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: Any) -> CommitResult:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class ResetResult:
+    """The branch ``reset`` worked on and the Commit it now points at."""
+
+    branch: str
+    commit: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> ResetResult:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What ``export`` wrote."""
+
+    commit: str
+    dir: str
+    files: int = 0
+    bytes: int = 0
+
+    @classmethod
+    def from_json(cls, data: Any) -> ExportResult:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What ``import_dir`` committed and what it cost."""
+
+    commit: str
+    files: int = 0
+    dirs: int = 0
+    hashed: int = 0
+    stat_hits: int = 0
+    objects_added: int = 0
+    bytes_added: int = 0
+
+    @classmethod
+    def from_json(cls, data: Any) -> ImportResult:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What ``verify`` read back; ``ok`` is False when ``problems`` lists damaged objects."""
+
+    ok: bool
+    commits: int = 0
+    objects: int = 0
+    bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: Any) -> VerifyResult:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class GcResult:
+    """What ``gc`` freed."""
+
+    objects_deleted: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+
+    @classmethod
+    def from_json(cls, data: Any) -> GcResult:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class DirEntry:
+    """One entry of ``list_dir``."""
+
+    name: str
+    type: str
+    mode: str | int = 0
+    size: int = 0
+
+    @classmethod
+    def from_json(cls, data: Any) -> DirEntry:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress event of long work (import, export, verify, gc, push, fetch, clone, pull).
+
+    Every field but ``phase`` may be None: totals are not always known.
+    """
+
+    phase: str
+    objects: int | None = None
+    objects_total: int | None = None
+    bytes: int | None = None
+    bytes_total: int | None = None
+    rate: float | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Progress:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What ``exec`` ran: the command's exit status (negative: killed by that signal), its output
+    when captured, the branch and mountpoint it ran in, and the Commit it made (with ``commit=``)."""
+
+    returncode: int
+    branch: str
+    mountpoint: str
+    commit: str | None = None
+    stdout: bytes | None = None
+    stderr: bytes | None = None
+    forked: bool = False
+    """True when REF was a commit and exec forked it into ``branch`` first."""
