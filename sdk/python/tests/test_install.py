@@ -57,3 +57,31 @@ def test_pip_install_into_a_venv(tmp_path: Path) -> None:
                          env=OFFLINE, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     check_import(str(venv / "bin" / "python"))
+
+
+def test_the_package_and_a_caller_type_check_strictly(tmp_path: Path) -> None:
+    # mypy is Debian's (tools/setup); the caller shows the annotations a user's checker sees.
+    caller = tmp_path / "caller.py"
+    caller.write_text(
+        "import layerfs\n"
+        "from layerfs import Store, AsyncStore, Commit, Change\n"
+        "def f(s: Store) -> tuple[str, list[Commit], list[Change]]:\n"
+        "    cid: str = s.commit('/mnt', 'msg')\n"
+        "    log = s.log('main', max_count=3)\n"
+        "    try:\n"
+        "        s.fork('x', log[0].id)\n"
+        "    except layerfs.NotFound as e:\n"
+        "        print(e.code, e.errno, e.message)\n"
+        "    return cid, log, s.diff(log[1].id, log[0].id)\n"
+        "async def g(s: AsyncStore) -> bytes:\n"
+        "    return await s.cat('main', 'README')\n"
+        "def bad(s: Store) -> int:\n"
+        "    return s.commit('/mnt', 'msg')  # a str, not an int: mypy must say so\n")
+    env = {**OFFLINE, "MYPYPATH": str(SRC / "src")}
+    pkg = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "layerfs"],
+                         env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert pkg.returncode == 0, pkg.stdout + pkg.stderr
+    use = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(caller)],
+                         env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert use.returncode == 1, use.stdout + use.stderr
+    assert use.stdout.count("error:") == 1 and "caller.py:14: error: Incompatible return value" in use.stdout, use.stdout

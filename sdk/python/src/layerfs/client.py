@@ -71,7 +71,7 @@ class _Conn:
                 return _core.decode_message(line)
             if len(self.buf) > _core.MAX_MESSAGE:
                 raise errors.make_error("TOO_LARGE", "layerfsd sent a message over the protocol's size limit")
-            chunk = self.sock.recv(1 << 20)
+            chunk = self.sock.recv(65536)
             if not chunk:
                 raise errors.make_error("ECONNRESET", "layerfsd closed the connection before it answered")
             self.buf += chunk

@@ -20,8 +20,13 @@ def _build(cls: type[T], data: Any) -> T:
         from .errors import ProtocolError
 
         raise ProtocolError("PROTOCOL", 0, f"expected a JSON object for {cls.__name__}, got {data!r}")
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
     return cls(**{k: v for k, v in data.items() if k in names})
+
+
+_FIELDS: dict[type, frozenset[str]] = {}
 
 
 ChangeKind = Literal["A", "D", "M", "T", "P"]
