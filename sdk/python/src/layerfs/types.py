@@ -22,7 +22,7 @@ def _build(cls: type[T], data: Any) -> T:
         raise ProtocolError("PROTOCOL", 0, f"expected a JSON object for {cls.__name__}, got {data!r}")
     names = _FIELDS.get(cls)
     if names is None:
-        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
     return cls(**{k: v for k, v in data.items() if k in names})
 
 
