@@ -173,7 +173,11 @@ export class Conn {
     } else if (msg.ok === false) {
       this.used = true;
       this.finish();
-      const err = fromWire(msg.error);
+      let err = fromWire(msg.error);
+      if (err.result === undefined && "result" in msg) {
+        // A CONFLICT's outcome may travel beside its error.
+        err = makeError(err.code, err.detail, err.errno, msg.result);
+      }
       if (err.code === "PROTOCOL" || err.code === "TOO_LARGE") this.close();
       p.reject(err);
     } else {

@@ -172,6 +172,11 @@ export class FakeDaemon {
       return false;
     }
     const args = req.args ?? {};
+    if (req.verb === "conflict") {
+      this.send(sock, { id, ok: false, result: { conflicts: [{ path: "a", kind: "content" }] },
+        error: { code: "CONFLICT", errno: 0, message: "merge stopped on 1 conflict(s)" } });
+      return true;
+    }
     try {
       const spec = ARGS[req.verb];
       if (!spec && req.verb !== "boom") throw new Fail("EINVAL", `unknown verb '${req.verb}'`);

@@ -140,6 +140,8 @@ test("errors reject with the class and code of the daemon's error", () => withFa
   await assert.rejects(s.branchDelete("x"), (e) => e instanceof layerfs.Busy && e.code === "EBUSY" && e.errno === 16);
   await assert.rejects(s.request("log", { nonsense: 1 }), (e) => e instanceof layerfs.InvalidArgument);
   await assert.rejects(s.request("boom"), layerfs.IOFailure);
+  await assert.rejects(s.request("conflict"), (e) => e instanceof layerfs.Conflict &&
+    e.result.conflicts[0].path === "a");
   assert.deepEqual((await s.branches()).map((b) => b.name), ["main", "x"]);
   s.close();
 }));

@@ -217,6 +217,10 @@ class FakeDaemon:
         verb = req.get("verb")
         args = req.get("args", {})
         try:
+            if verb == "conflict":
+                self._send(f, {"id": rid, "ok": False, "result": {"conflicts": [{"path": "a", "kind": "content"}]},
+                               "error": {"code": "CONFLICT", "errno": 0, "message": "merge stopped on 1 conflict(s)"}})
+                return True
             if verb not in ARGS and verb not in ("slow", "boom"):
                 raise Fail("EINVAL", f"unknown verb '{verb}'")
             for k, v in args.items():

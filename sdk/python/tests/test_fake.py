@@ -140,6 +140,9 @@ def test_errors_by_code(fake: FakeDaemon, store_dir: Path) -> None:
         assert "nonsense" in e4.value.message
         with pytest.raises(layerfs.IOFailure):
             s.request("boom")
+        with pytest.raises(layerfs.Conflict) as e5:
+            s.request("conflict")
+        assert e5.value.result == {"conflicts": [{"path": "a", "kind": "content"}]}
         # After errors the connection is still good.
         assert [b.name for b in s.branches()] == ["main", "x"]
 

@@ -219,7 +219,10 @@ class Outcome:
             self.done, self.result = True, msg.get("result")
         elif ok is False:
             self.done = True
-            raise errors.from_wire(msg.get("error"))
+            err = errors.from_wire(msg.get("error"))
+            if err.result is None and "result" in msg:
+                err.result = msg["result"]  # a CONFLICT's outcome may travel beside its error
+            raise err
         else:
             raise errors.make_error("PROTOCOL", f"layerfsd sent a message with neither 'ok' nor 'event' for '{self.verb}'")
 
