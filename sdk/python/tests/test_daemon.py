@@ -164,6 +164,11 @@ def test_errors_carry_codes(real_store: Path, tmp_path: Path) -> None:
         assert [b.name for b in s.branches()] == ["b", "main"]
     with pytest.raises(layerfs.Exists):
         layerfs.Store.init(real_store)
+    with pytest.raises(layerfs.InvalidArgument):
+        layerfs.Store.init(tmp_path / "other", policy="1/2")
+    with pytest.raises(layerfs.NotFound):
+        layerfs.Store.init(tmp_path / "no" / "such" / "parent")
+    assert not (tmp_path / "other").exists()
 
 
 def test_autostart_and_idle_exit(real_store: Path) -> None:
