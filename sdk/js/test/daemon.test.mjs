@@ -164,6 +164,9 @@ test("errors carry codes", () => withRoot(async (root, storePath) => {
   assert.deepEqual((await s.branches()).map((b) => b.name), ["b", "main"]);
   s.close();
   await assert.rejects(Store.init(storePath), layerfs.Exists);
+  await assert.rejects(Store.init(join(root, "other"), { policy: "1/2" }), layerfs.InvalidArgument);
+  await assert.rejects(Store.init(join(root, "no", "such", "parent")), layerfs.NotFound);
+  assert.equal(existsSync(join(root, "other")), false);
 }));
 
 test("auto-start, and the daemon's idle exit", () => withRoot(async (root, storePath) => {
