@@ -331,3 +331,14 @@ def test_async_api(fake: FakeDaemon, store_dir: Path) -> None:
             await s.branches()
 
     asyncio.run(main())
+
+
+def test_a_request_over_the_limit_is_refused_before_sending(fake: FakeDaemon, store_dir: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_core, "MAX_MESSAGE", 4096)
+    with layerfs.Store.open(store_dir) as s:
+        n = len(fake.requests)
+        with pytest.raises(layerfs.TooLarge) as e:
+            s.request("write_file", {"target": "main", "path": "x", "content_base64": "A" * 5000})
+        assert e.value.code == "TOO_LARGE" and len(fake.requests) == n
+        assert s.branches()[0].name == "main"

@@ -8,6 +8,7 @@ from one event loop; ``await store.close()`` (or ``async with``) closes the conn
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import socket
 import tempfile
@@ -36,7 +37,6 @@ PathArg = str | os.PathLike[str]
 class _AConn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
-        self.next_id = 1
         self.used = False
 
     def close(self) -> None:
@@ -68,6 +68,7 @@ class AsyncStore:
         self._sock_path = _core.socket_path(path)
         self._idle: list[_AConn] = []
         self._closed = False
+        self._ids = itertools.count(1)
 
     @classmethod
     async def open(cls, path: PathArg, *, idle: int = _core.DEFAULT_IDLE, progress: ProgressCallback | None = None,
@@ -155,11 +156,11 @@ class AsyncStore:
             cwd = os.getcwd()
         except OSError:
             cwd = None
+        rid = next(self._ids)
+        line = _core.encode_request(rid, verb, args, cwd)  # TOO_LARGE before any connection is taken
         for attempt in range(2):
             conn = await self._take()
-            rid = conn.next_id
-            conn.next_id += 1
-            conn.writer.write(_core.encode_request(rid, verb, args, cwd))
+            conn.writer.write(line)
             try:
                 await conn.writer.drain()
                 if conn.writer.transport.is_closing():

@@ -9,6 +9,7 @@ after its idle time if nothing else holds it.
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import subprocess
@@ -47,7 +48,6 @@ class _Conn:
             self.sock.close()
             raise
         self.buf = bytearray()
-        self.next_id = 1
         self.used = False
 
     def close(self) -> None:
@@ -96,6 +96,7 @@ class Store:
         self._idle: list[_Conn] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._ids = itertools.count(1)
         self._put(self._connect())  # fail now, not at the first verb, when there is no daemon
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -180,11 +181,10 @@ class Store:
             cwd = os.getcwd()
         except OSError:
             cwd = None
+        rid = next(self._ids)
+        line = _core.encode_request(rid, verb, args, cwd)  # TOO_LARGE before any connection is taken
         for attempt in range(2):
             conn = self._take()
-            rid = conn.next_id
-            conn.next_id += 1
-            line = _core.encode_request(rid, verb, args, cwd)
             try:
                 conn.sock.sendall(line)
             except (BrokenPipeError, ConnectionResetError):
