@@ -60,7 +60,7 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         assert [c.id for c in log] == [c1, root]
         assert log[0].parents == [root] and log[0].message == "two files"
         assert abs(log[0].time - time.time()) < 3600 and 0 <= log[0].time_nsec < 10**9
-        assert log[0].files == 2
+        assert log[0].files == 3 and log[0].logical_bytes == len(payload) + 6  # entries: src, src/a.bin, notes.txt
         assert [c.id for c in s.log("try", max_count=1)] == [c1]
 
         (mp / "notes.txt").write_text("second\n")

@@ -77,6 +77,8 @@ class Commit:
     root: str | None = None
     logical_bytes: int | None = None
     files: int | None = None
+    """Entries in the Commit's tree, of every type (directories count); ``logical_bytes`` sums
+    the file sizes."""
     changes: list[Change] | None = None
     """Only from ``show``: what this Commit changed against its first parent."""
 
