@@ -13,7 +13,7 @@ import { Conn, runInit, startDaemon, storeRoot } from "./connection.js";
 import { LayerFSError, makeError } from "./errors.js";
 import type {
   Branch, Change, Commit, CommitResult, DirEntry, ExecResult, ExportResult, GcResult, ImportResult, Mount,
-  ProgressCallback, ResetResult, VerifyResult, WorkspaceStatus,
+  ProgressCallback, ResetResult, Stats, VerifyResult, WorkspaceStatus,
 } from "./types.js";
 
 /** File content moves in pieces of this many bytes (base64 makes a piece ~22 MiB on the wire). */
@@ -36,6 +36,14 @@ export interface InitOptions extends OpenOptions {
   fromDir?: string;
   /** The first Commit's message. */
   message?: string;
+}
+
+export interface MountOptions {
+  readOnly?: boolean;
+  allowOther?: boolean;
+  singleThreaded?: boolean;
+  threads?: boolean;
+  noFollowCpu?: boolean;
 }
 
 export interface CallOptions {
@@ -64,10 +72,30 @@ function args(o: Record<string, unknown>): Args {
   return out;
 }
 
-function content(r: unknown): Buffer {
-  const b64 = (r as { content_base64?: unknown })?.content_base64;
-  if (typeof b64 !== "string") throw makeError("PROTOCOL", "layerfsd sent no content_base64");
-  return Buffer.from(b64, "base64");
+/** A piece of content and the whole file's size (-1 when the daemon did not say). */
+function content(r: unknown): [Buffer, number] {
+  const o = r as { content_base64?: unknown; size?: unknown } | null;
+  if (typeof o?.content_base64 !== "string") throw makeError("PROTOCOL", "layerfsd sent no content_base64");
+  return [Buffer.from(o.content_base64, "base64"), typeof o.size === "number" ? o.size : -1];
+}
+
+/**
+ * Reads in pieces of at most CHUNK bytes until a short piece, the length asked for, or the end of
+ * the file (the whole file's size comes with every piece).
+ */
+async function pieces(read: (offset: number, length: number) => Promise<unknown>, offset: number,
+                      length: number | undefined): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let got = 0;
+  for (;;) {
+    const want = length === undefined ? CHUNK : Math.min(CHUNK, length - got);
+    const [piece, size] = content(await read(offset + got, want));
+    parts.push(piece);
+    got += piece.length;
+    if (piece.length < want || (length !== undefined && got >= length) || (size >= 0 && offset + got >= size)) {
+      return Buffer.concat(parts);
+    }
+  }
 }
 
 /** A LayerFS Store. `await Store.open(path)` connects, starting layerfsd when none runs. */
@@ -217,9 +245,13 @@ export class Store {
     return this.call("diff", args({ a, b }));
   }
 
-  /** The content of `path` in `commit` (a symlink's target for a symlink). */
-  async cat(commit: string, path: string): Promise<Buffer> {
-    return content(await this.call("cat", { commit, path }));
+  /**
+   * The content of `path` in `commit` (a symlink's target for a symlink): `length` bytes from
+   * `offset` (default: to the end; a large file comes in pieces).
+   */
+  cat(commit: string, path: string, opts: { offset?: number; length?: number } = {}): Promise<Buffer> {
+    return pieces((offset, length) => this.call("cat", args({ commit, path, offset: offset || undefined, length })),
+      opts.offset ?? 0, opts.length);
   }
 
   /** Writes `commit`'s tree into `dir` (absent or empty). */
@@ -234,10 +266,16 @@ export class Store {
 
   // -- mounts and Workspaces ---------------------------------------------------------------------
 
-  /** Mounts branch `ref` writable (a commit read-only) at `mountpoint`; resolves once mounted. */
-  mount(ref: string, mountpoint: string, opts: { readOnly?: boolean; allowOther?: boolean } = {}): Promise<Mount> {
+  /**
+   * Mounts branch `ref` writable (a commit read-only) at `mountpoint`; resolves once mounted.
+   * Busy when the branch is mounted already. `allowOther` lets other users see it;
+   * `singleThreaded` / `threads` / `noFollowCpu` choose how the daemon serves it, as the CLI's
+   * flags of those names do.
+   */
+  mount(ref: string, mountpoint: string, opts: MountOptions = {}): Promise<Mount> {
     return this.call("mount", args({ ref, mountpoint: resolve(mountpoint), read_only: opts.readOnly,
-      allow_other: opts.allowOther }));
+      allow_other: opts.allowOther, single_threaded: opts.singleThreaded, threads: opts.threads,
+      no_follow_cpu: opts.noFollowCpu }));
   }
 
   /** Flushes and unmounts `mountpoint` (what was written stays in the Workspace, uncommitted). */
@@ -271,7 +309,7 @@ export class Store {
   // -- whole Store -------------------------------------------------------------------------------
 
   /** Allocated bytes (payload / metadata / other), objects, chain depths (`stats --json`). */
-  stats(): Promise<Record<string, unknown>> {
+  stats(): Promise<Stats> {
     return this.call("stats", {});
   }
 
@@ -288,18 +326,9 @@ export class Store {
   // -- files of a live Workspace (for agents without a shell) ------------------------------------
 
   /** Reads `path` from the live Workspace of `target` (a branch or mountpoint, mounted or not). */
-  async readFile(target: string, path: string, opts: { offset?: number; length?: number } = {}): Promise<Buffer> {
-    const offset = opts.offset ?? 0;
-    const parts: Buffer[] = [];
-    let got = 0;
-    for (;;) {
-      const want = opts.length === undefined ? CHUNK : Math.min(CHUNK, opts.length - got);
-      const piece = content(await this.call("read_file", args({ target, path, offset: offset + got || undefined,
-        length: want })));
-      parts.push(piece);
-      got += piece.length;
-      if (piece.length < want || (opts.length !== undefined && got >= opts.length)) return Buffer.concat(parts);
-    }
+  readFile(target: string, path: string, opts: { offset?: number; length?: number } = {}): Promise<Buffer> {
+    return pieces((offset, length) => this.call("read_file", args({ target, path, offset: offset || undefined,
+      length })), opts.offset ?? 0, opts.length);
   }
 
   /**

@@ -29,7 +29,9 @@ export interface Commit {
   message: string;
   time: number;
   time_nsec?: number;
+  /** The sum of its files' sizes. */
   logical_bytes?: number;
+  /** Entries in its tree, directories included. */
   files?: number;
   changes?: Change[];
 }
@@ -44,7 +46,11 @@ export interface Branch {
 /** A live mount: a branch (writable) or a commit (read-only). */
 export interface Mount {
   mountpoint: string;
+  /** REF as the mount asked for it. */
+  ref?: string;
+  /** Only for a writable mount of a branch. */
   branch?: string;
+  /** The Commit it shows (for a branch: its Workspace's base). */
   commit: string;
   read_only: boolean;
   transport?: string;
@@ -116,14 +122,36 @@ export interface DirEntry {
   size: number;
 }
 
-/** A progress event of long work; every field but `phase` may be absent. */
+/**
+ * A progress event of long work: phases `import`, `export`, `verify`, `gc-mark`, `gc-sweep` (and
+ * push, fetch, clone, pull once they exist); at most ten a second, and one with `done` when a
+ * phase ends. Every field but `phase` may be absent.
+ */
 export interface Progress {
   phase: string;
   objects?: number;
   objects_total?: number;
   bytes?: number;
   bytes_total?: number;
+  /** Bytes a second since the phase began. */
   rate?: number;
+  done?: boolean;
+}
+
+/** `stats`: the Store's allocated bytes and objects, as `layerfs stats --json` prints them. */
+export interface Stats {
+  allocated_bytes: number;
+  payload_bytes: number;
+  metadata_bytes: number;
+  other_bytes: number;
+  logical_bytes: number;
+  commits: number;
+  branches: number;
+  policy: string;
+  objects: Record<string, number>;
+  max_chain_depth: Record<string, number>;
+  depth_histogram: Record<string, Record<string, number>>;
+  cf_bytes: Record<string, number>;
 }
 
 export type ProgressCallback = (p: Progress) => void;

@@ -20,9 +20,11 @@ const S = "string", N = "number", B = "boolean", L = "array";
 const ARGS = {
   branches: {}, mounts: {}, stats: {}, gc: {},
   fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N },
-  show: { commit: S }, diff: { a: S, b: S }, cat: { commit: S, path: S }, export: { commit: S, dir: S },
+  show: { commit: S }, diff: { a: S, b: S }, cat: { commit: S, path: S, offset: N, length: N },
+  export: { commit: S, dir: S },
   import: { dir: S, branch: S, message: S },
-  mount: { ref: S, mountpoint: S, read_only: B, allow_other: B }, umount: { mountpoint: S },
+  mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },
+  umount: { mountpoint: S },
   commit: { target: S, message: S }, status: { target: S }, reset: { target: S, hard: S },
   verify: { commits: L },
   read_file: { target: S, path: S, offset: N, length: N },
@@ -200,6 +202,7 @@ export class FakeDaemon {
     for (let i = 1; i <= 3; i++) {
       this.send(sock, { id, event: "progress", progress: { phase, objects: i, objects_total: 3, bytes: i * 10 } });
     }
+    this.send(sock, { id, event: "progress", progress: { phase, objects: 3, done: true } });
     this.send(sock, { id, event: "something-newer", detail: 1 });
   }
 
@@ -244,7 +247,10 @@ export class FakeDaemon {
       case "cat": {
         const t = m.trees.get(m.resolve(a.commit));
         if (!t.has(a.path)) throw new Fail("ENOENT", `no path '${a.path}' in ${a.commit}`);
-        return { path: a.path, type: "file", size: t.get(a.path).length, content_base64: b64(t.get(a.path)) };
+        const d = t.get(a.path);
+        const off = a.offset ?? 0;
+        const piece = d.subarray(off, a.length === undefined ? undefined : off + a.length);
+        return { path: a.path, type: "file", size: d.length, content_base64: b64(piece) };
       }
       case "gc":
         this.progress(sock, id, verb);
@@ -267,7 +273,7 @@ export class FakeDaemon {
         if (m.branches.has(a.ref)) {
           if (mountedBranches.has(a.ref)) throw new Fail("EBUSY", `branch '${a.ref}' is mounted`);
           m.mounts.set(a.mountpoint, a.ref);
-          return { mountpoint: a.mountpoint, branch: a.ref, commit: m.branches.get(a.ref),
+          return { mountpoint: a.mountpoint, ref: a.ref, branch: a.ref, commit: m.branches.get(a.ref),
             read_only: Boolean(a.read_only), transport: "fake" };
         }
         return { mountpoint: a.mountpoint, commit: m.resolve(a.ref), read_only: true, transport: "fake" };

@@ -56,9 +56,13 @@ test("requests carry the documented names; results come back typed", () => withF
   const m = await s.mount("try", "rel/mp");
   assert.deepEqual(last(fake).args, { ref: "try", mountpoint: resolve("rel/mp") });
   assert.equal(m.branch, "try");
+  assert.equal(m.ref, "try");
   assert.equal(m.read_only, false);
   await s.mount(main.commit, "/ro", { readOnly: true });
   assert.deepEqual(last(fake).args, { ref: main.commit, mountpoint: "/ro", read_only: true });
+  await s.mount(main.commit, "/ro2", { singleThreaded: true, noFollowCpu: true });
+  assert.deepEqual(last(fake).args, { ref: main.commit, mountpoint: "/ro2", single_threaded: true,
+    no_follow_cpu: true });
 
   assert.equal(await s.writeFile("try", "a.txt", "hello\n"), 6);
   req = last(fake);
@@ -95,6 +99,9 @@ test("requests carry the documented names; results come back typed", () => withF
   assert.deepEqual(await s.diff(`${main.commit}...${cid}`), d);
   assert.deepEqual(last(fake).args, { a: `${main.commit}...${cid}` });
   assert.equal((await s.cat(cid, "a.txt")).toString(), "hello\nmore");
+  assert.deepEqual(last(fake).args, { commit: cid, path: "a.txt", length: layerfs.CHUNK });
+  assert.equal((await s.cat(cid, "a.txt", { offset: 1, length: 3 })).toString(), "ell");
+  assert.deepEqual(last(fake).args, { commit: cid, path: "a.txt", offset: 1, length: 3 });
 
   await s.removePath("try", "a.txt");
   assert.deepEqual(last(fake).args, { target: "try", path: "a.txt" });
@@ -179,11 +186,12 @@ test("progress events reach the callback; unknown events are skipped", () => wit
   const seen = [];
   const s = await Store.open(store, { progress: (p) => seen.push(p) });
   await s.gc();
-  assert.deepEqual(seen.map((p) => [p.phase, p.objects, p.objects_total]), [["gc", 1, 3], ["gc", 2, 3], ["gc", 3, 3]]);
+  assert.deepEqual(seen.map((p) => [p.phase, p.objects, p.objects_total, p.done]),
+    [["gc", 1, 3, undefined], ["gc", 2, 3, undefined], ["gc", 3, 3, undefined], ["gc", 3, undefined, true]]);
   const mine = [];
   await s.importDir("d", { progress: (p) => mine.push(p) });
-  assert.equal(mine.length, 3);
-  assert.equal(seen.length, 3);
+  assert.equal(mine.length, 4);
+  assert.equal(seen.length, 4);
   await assert.rejects(s.verify(undefined, { progress: () => { throw new Error("stop"); } }), /stop/);
   assert.equal((await s.branches()).length, 1);
   s.close();
@@ -211,6 +219,12 @@ test("large content moves in pieces", () => withFake(async (fake, store) => {
   assert.deepEqual(fake.requests.slice(n0).map((r) => r.args.append ?? false), [false, true]);
   assert.ok((await s.readFile("main", "big")).equals(data));
   assert.ok((await s.readFile("main", "big", { offset: 5, length: 10 })).equals(data.subarray(5, 15)));
+  await s.commit("main", "big");
+  const n1 = fake.requests.length;
+  assert.ok((await s.cat("main", "big")).equals(data));
+  // The whole file's size ends the read without a last empty piece.
+  assert.deepEqual(fake.requests.slice(n1).map((r) => r.args.offset ?? 0), [0, layerfs.CHUNK]);
+  assert.ok((await s.cat("main", "big", { offset: layerfs.CHUNK + 10 })).equals(data.subarray(layerfs.CHUNK + 10)));
   assert.equal(await s.writeFile("main", "empty", ""), 0);
   assert.equal((await s.readFile("main", "empty")).length, 0);
   s.close();

@@ -30,10 +30,11 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "log": {"ref": (str,), "max_count": (int,)},
     "show": {"commit": (str,)},
     "diff": {"a": (str,), "b": (str,)},
-    "cat": {"commit": (str,), "path": (str,)},
+    "cat": {"commit": (str,), "path": (str,), "offset": (int,), "length": (int,)},
     "export": {"commit": (str,), "dir": (str,)},
     "import": {"dir": (str,), "branch": (str,), "message": (str,)},
-    "mount": {"ref": (str,), "mountpoint": (str,), "read_only": (bool,), "allow_other": (bool,)},
+    "mount": {"ref": (str,), "mountpoint": (str,), "read_only": (bool,), "allow_other": (bool,),
+              "single_threaded": (bool,), "threads": (bool,), "no_follow_cpu": (bool,)},
     "umount": {"mountpoint": (str,)},
     "mounts": {},
     "commit": {"target": (str,), "message": (str,)},
@@ -244,6 +245,7 @@ class FakeDaemon:
         for i in range(1, n + 1):
             self._send(f, {"id": rid, "event": "progress",
                            "progress": {"phase": phase, "objects": i, "objects_total": n, "bytes": i * 10}})
+        self._send(f, {"id": rid, "event": "progress", "progress": {"phase": phase, "objects": n, "done": True}})
         self._send(f, {"id": rid, "event": "something-newer", "detail": 1})  # clients skip unknown events
 
     def _verb(self, f: Any, rid: Any, verb: str, a: dict[str, Any], cwd: str) -> Any:
@@ -285,7 +287,9 @@ class FakeDaemon:
             if a["path"] not in tree:
                 raise Fail("ENOENT", f"no path '{a['path']}' in {a['commit']}")
             data = tree[a["path"]]
-            return {"path": a["path"], "type": "file", "size": len(data), "content_base64": base64.b64encode(data).decode()}
+            off = a.get("offset", 0)
+            piece = data[off: off + a["length"] if "length" in a else None]
+            return {"path": a["path"], "type": "file", "size": len(data), "content_base64": base64.b64encode(piece).decode()}
         if verb in ("export", "import", "verify", "gc"):
             self._progress(f, rid, verb, 3)
             if verb == "gc":
@@ -305,7 +309,7 @@ class FakeDaemon:
                 if a["ref"] in m.mounts.values():
                     raise Fail("EBUSY", f"branch '{a['ref']}' is mounted")
                 m.mounts[a["mountpoint"]] = a["ref"]
-                return {"mountpoint": a["mountpoint"], "branch": a["ref"], "commit": m.branches[a["ref"]],
+                return {"mountpoint": a["mountpoint"], "ref": a["ref"], "branch": a["ref"], "commit": m.branches[a["ref"]],
                         "read_only": bool(a.get("read_only")), "transport": "fake"}
             cid = m.resolve(a["ref"])
             return {"mountpoint": a["mountpoint"], "commit": cid, "read_only": True, "transport": "fake"}

@@ -43,9 +43,12 @@ def test_request_shape_and_results(fake: FakeDaemon, store_dir: Path) -> None:
 
         m = s.mount("try", "rel/mp")
         assert last(fake)["args"] == {"ref": "try", "mountpoint": os.path.abspath("rel/mp")}
-        assert m.branch == "try" and m.read_only is False and m.mountpoint == os.path.abspath("rel/mp")
+        assert m.branch == "try" and m.ref == "try" and m.read_only is False and m.mountpoint == os.path.abspath("rel/mp")
         s.mount(main.commit, "/ro", read_only=True)
         assert last(fake)["args"] == {"ref": main.commit, "mountpoint": "/ro", "read_only": True}
+        s.mount(main.commit, "/ro2", single_threaded=True, no_follow_cpu=True)
+        assert last(fake)["args"] == {"ref": main.commit, "mountpoint": "/ro2", "single_threaded": True,
+                                      "no_follow_cpu": True}
 
         assert s.write_file("try", "a.txt", "hello\n") == 6
         wreq = last(fake)
@@ -83,7 +86,9 @@ def test_request_shape_and_results(fake: FakeDaemon, store_dir: Path) -> None:
         assert s.diff(f"{main.commit}...{cid}") == d
         assert last(fake)["args"] == {"a": f"{main.commit}...{cid}"}
         assert s.cat(cid, "a.txt") == b"hello\nmore"
-        assert last(fake)["args"] == {"commit": cid, "path": "a.txt"}
+        assert last(fake)["args"] == {"commit": cid, "path": "a.txt", "length": _core.CHUNK}
+        assert s.cat(cid, "a.txt", offset=1, length=3) == b"ell"
+        assert last(fake)["args"] == {"commit": cid, "path": "a.txt", "offset": 1, "length": 3}
 
         s.remove_path("try", "a.txt")
         assert last(fake)["args"] == {"target": "try", "path": "a.txt"}
@@ -183,16 +188,16 @@ def test_progress_events(fake: FakeDaemon, store_dir: Path) -> None:
     seen: list[layerfs.Progress] = []
     with layerfs.Store.open(store_dir) as s:
         s.gc(progress=seen.append)
-        assert [(p.phase, p.objects, p.objects_total, p.bytes_total) for p in seen] == [
-            ("gc", 1, 3, None), ("gc", 2, 3, None), ("gc", 3, 3, None)]
+        assert [(p.phase, p.objects, p.objects_total, p.bytes_total, p.done) for p in seen] == [
+            ("gc", 1, 3, None, None), ("gc", 2, 3, None, None), ("gc", 3, 3, None, None), ("gc", 3, None, None, True)]
         assert s.verify().ok  # events without a callback are read and dropped
     default: list[layerfs.Progress] = []
     with layerfs.Store.open(store_dir, progress=default.append) as s:
         s.import_dir("d")
-        assert [p.phase for p in default] == ["import"] * 3
+        assert [p.phase for p in default] == ["import"] * 4
         mine: list[layerfs.Progress] = []
         s.export("main", "x", progress=mine.append)
-        assert len(mine) == 3 and len(default) == 3
+        assert len(mine) == 4 and len(default) == 4
 
 
 def test_progress_callback_that_raises_spoils_only_its_connection(fake: FakeDaemon, store_dir: Path) -> None:
@@ -247,6 +252,12 @@ def test_large_content_moves_in_pieces(fake: FakeDaemon, store_dir: Path, monkey
         assert s.read_file("main", "big") == data
         assert [r["args"]["offset"] if "offset" in r["args"] else 0 for r in fake.requests[n1:]] == [0, 1000, 2000]
         assert s.read_file("main", "big", offset=900, length=1200) == data[900:2100]
+        s.commit("main", "big")
+        n2 = len(fake.requests)
+        assert s.cat("main", "big") == data
+        # The whole file's size ends the read without a last empty piece.
+        assert [r["args"].get("offset", 0) for r in fake.requests[n2:]] == [0, 1000, 2000]
+        assert s.cat("main", "big", offset=2400) == data[2400:]
         assert s.write_file("main", "empty", b"") == 0
         assert s.read_file("main", "empty") == b""
 
@@ -318,7 +329,7 @@ def test_async_api(fake: FakeDaemon, store_dir: Path) -> None:
             assert (await s.cat(cid, "f")) == b"x" * 10
             assert [c.change for c in await s.diff("main", cid)] == ["A"]
             await s.gc(progress=seen.append)
-            assert len(seen) == 3
+            assert len(seen) == 4 and seen[-1].done
             with pytest.raises(layerfs.NotFound) as e:
                 await s.log("nosuch")
             assert e.value.errno == errno.ENOENT

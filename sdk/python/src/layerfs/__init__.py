@@ -50,6 +50,7 @@ from .types import (
     Mount,
     Progress,
     ResetResult,
+    Stats,
     TreeEntry,
     VerifyResult,
     WorkspaceStatus,
@@ -63,6 +64,6 @@ __all__ = [
     "ReadOnly", "NoSpace", "IOFailure", "PermissionDenied", "NotConnected", "ConnectionLost", "Stale",
     "Unreachable", "NotFastForward", "Conflict", "Diverged", "ProtocolError", "TooLarge",
     "Branch", "Change", "Commit", "CommitResult", "DirEntry", "ExecResult", "ExportResult", "GcResult",
-    "ImportResult", "MergeConflict", "Mount", "Progress", "ResetResult", "TreeEntry", "VerifyResult",
+    "ImportResult", "MergeConflict", "Mount", "Progress", "ResetResult", "Stats", "TreeEntry", "VerifyResult",
     "WorkspaceStatus",
 ]

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Mapping, TypeVar
+from typing import Any, Callable, Generic, Mapping, TypeVar, cast
 
 from . import errors
 from .types import (
@@ -30,6 +30,7 @@ from .types import (
     Mount,
     Progress,
     ResetResult,
+    Stats,
     VerifyResult,
     WorkspaceStatus,
 )
@@ -267,11 +268,26 @@ def _dict(r: Any) -> dict[str, Any]:
     return r
 
 
-def _content(r: Any) -> bytes:
+def _content(r: Any) -> tuple[bytes, int]:
+    """A piece of content and the whole file's size (``cat`` and ``read_file``)."""
     try:
-        return base64.b64decode(_dict(r)["content_base64"], validate=True)
+        d = _dict(r)
+        data = base64.b64decode(d["content_base64"], validate=True)
+        size = d.get("size")
+        return data, size if isinstance(size, int) else -1
     except (KeyError, ValueError) as e:
         raise errors.make_error("PROTOCOL", f"bad content_base64 from layerfsd: {e}") from None
+
+
+def piece_size(length: int | None, got: int) -> int:
+    """How much the next piece of a read asks for."""
+    return CHUNK if length is None else min(CHUNK, length - got)
+
+
+def pieces_done(offset: int, length: int | None, got: int, want: int, piece: int, size: int) -> bool:
+    """Whether a read in pieces has all it asked for: a short piece, the length reached, or the
+    end of the file (``size`` is the whole file's)."""
+    return piece < want or (length is not None and got >= length) or (0 <= size <= offset + got)
 
 
 # One function per verb of docs/protocol.md; argument names are the protocol's.
@@ -299,8 +315,8 @@ def diff(a: str, b: str | None) -> Call[list[Change]]:
     return Call("diff", _args(a=a, b=b), _list(Change))
 
 
-def cat(commit: str, path: str) -> Call[bytes]:
-    return Call("cat", {"commit": commit, "path": path}, _content)
+def cat(commit: str, path: str, offset: int, length: int | None) -> Call[tuple[bytes, int]]:
+    return Call("cat", _args(commit=commit, path=path, offset=offset or None, length=length), _content)
 
 
 def export(commit: str, dir: str | os.PathLike[str]) -> Call[ExportResult]:
@@ -311,9 +327,11 @@ def import_dir(dir: str | os.PathLike[str], branch: str | None, message: str | N
     return Call("import", _args(dir=_path(dir), branch=branch, message=message), ImportResult.from_json)
 
 
-def mount(ref: str, mountpoint: str | os.PathLike[str], read_only: bool, allow_other: bool) -> Call[Mount]:
+def mount(ref: str, mountpoint: str | os.PathLike[str], read_only: bool, allow_other: bool,
+          single_threaded: bool = False, threads: bool = False, no_follow_cpu: bool = False) -> Call[Mount]:
     return Call("mount", _args(ref=ref, mountpoint=_path(mountpoint), read_only=read_only,
-                               allow_other=allow_other), Mount.from_json)
+                               allow_other=allow_other, single_threaded=single_threaded, threads=threads,
+                               no_follow_cpu=no_follow_cpu), Mount.from_json)
 
 
 def umount(mountpoint: str | os.PathLike[str]) -> Call[None]:
@@ -345,8 +363,8 @@ def reset(target: str | os.PathLike[str] | None, hard: str | None) -> Call[Reset
     return Call("reset", _args(target=_target(target), hard=hard), ResetResult.from_json)
 
 
-def stats() -> Call[dict[str, Any]]:
-    return Call("stats", {}, _dict)
+def stats() -> Call[Stats]:
+    return Call("stats", {}, lambda r: cast(Stats, _dict(r)))
 
 
 def verify(commits: list[str] | None) -> Call[VerifyResult]:
@@ -357,7 +375,7 @@ def gc() -> Call[GcResult]:
     return Call("gc", {}, GcResult.from_json)
 
 
-def read_file(target: str | os.PathLike[str], path: str, offset: int, length: int | None) -> Call[bytes]:
+def read_file(target: str | os.PathLike[str], path: str, offset: int, length: int | None) -> Call[tuple[bytes, int]]:
     return Call("read_file", _args(target=_target(target), path=path, offset=offset or None, length=length),
                 _content)
 

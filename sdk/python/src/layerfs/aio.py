@@ -27,6 +27,7 @@ from .types import (
     ImportResult,
     Mount,
     ResetResult,
+    Stats,
     VerifyResult,
     WorkspaceStatus,
 )
@@ -217,9 +218,15 @@ class AsyncStore:
         """Changes from ``a`` to ``b`` (see ``Store.diff``)."""
         return await self._run(_core.diff(a, b))
 
-    async def cat(self, commit: str, path: str) -> bytes:
+    async def cat(self, commit: str, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """A file of a Commit (see ``Store.cat``)."""
-        return await self._run(_core.cat(commit, path))
+        out = bytearray()
+        while True:
+            want = _core.piece_size(length, len(out))
+            data, size = await self._run(_core.cat(commit, path, offset + len(out), want))
+            out += data
+            if _core.pieces_done(offset, length, len(out), want, len(data), size):
+                return bytes(out)
 
     async def export(self, commit: str, dir: PathArg, progress: ProgressCallback | None = None) -> ExportResult:
         """Writes a Commit's tree into ``dir`` (see ``Store.export``)."""
@@ -230,10 +237,11 @@ class AsyncStore:
         """Commits a directory's tree (see ``Store.import_dir``)."""
         return await self._run(_core.import_dir(dir, branch, message), progress)
 
-    async def mount(self, ref: str, mountpoint: PathArg, read_only: bool = False,
-                    allow_other: bool = False) -> Mount:
+    async def mount(self, ref: str, mountpoint: PathArg, read_only: bool = False, allow_other: bool = False, *,
+                    single_threaded: bool = False, threads: bool = False, no_follow_cpu: bool = False) -> Mount:
         """Mounts ``ref`` at ``mountpoint`` (see ``Store.mount``)."""
-        return await self._run(_core.mount(ref, mountpoint, read_only, allow_other))
+        return await self._run(_core.mount(ref, mountpoint, read_only, allow_other, single_threaded, threads,
+                                           no_follow_cpu))
 
     async def umount(self, mountpoint: PathArg) -> None:
         """Unmounts ``mountpoint`` (see ``Store.umount``)."""
@@ -255,7 +263,7 @@ class AsyncStore:
         """Discards changes, or moves the branch with ``hard`` (see ``Store.reset``)."""
         return await self._run(_core.reset(target, hard))
 
-    async def stats(self) -> dict[str, Any]:
+    async def stats(self) -> Stats:
         """Space and chain statistics (see ``Store.stats``)."""
         return await self._run(_core.stats())
 
@@ -272,10 +280,10 @@ class AsyncStore:
         """Reads a file of a live Workspace (see ``Store.read_file``)."""
         out = bytearray()
         while True:
-            want = _core.CHUNK if length is None else min(_core.CHUNK, length - len(out))
-            piece = await self._run(_core.read_file(target, path, offset + len(out), want))
-            out += piece
-            if len(piece) < want or (length is not None and len(out) >= length):
+            want = _core.piece_size(length, len(out))
+            data, size = await self._run(_core.read_file(target, path, offset + len(out), want))
+            out += data
+            if _core.pieces_done(offset, length, len(out), want, len(data), size):
                 return bytes(out)
 
     async def write_file(self, target: PathArg, path: str, data: bytes | str, mode: int | str | None = None,

@@ -30,6 +30,7 @@ from .types import (
     ImportResult,
     Mount,
     ResetResult,
+    Stats,
     VerifyResult,
     WorkspaceStatus,
 )
@@ -247,9 +248,16 @@ class Store:
         (or ``a`` given as "A...B")."""
         return self._run(_core.diff(a, b))
 
-    def cat(self, commit: str, path: str) -> bytes:
-        """The content of ``path`` in ``commit`` (a symlink's target for a symlink)."""
-        return self._run(_core.cat(commit, path))
+    def cat(self, commit: str, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        """The content of ``path`` in ``commit`` (a symlink's target for a symlink): ``length``
+        bytes from ``offset`` (default: to the end; a large file comes in pieces)."""
+        out = bytearray()
+        while True:
+            want = _core.piece_size(length, len(out))
+            data, size = self._run(_core.cat(commit, path, offset + len(out), want))
+            out += data
+            if _core.pieces_done(offset, length, len(out), want, len(data), size):
+                return bytes(out)
 
     def export(self, commit: str, dir: PathArg, progress: ProgressCallback | None = None) -> ExportResult:
         """Writes ``commit``'s tree into ``dir`` (absent or empty)."""
@@ -263,10 +271,14 @@ class Store:
 
     # -- mounts and Workspaces -------------------------------------------------------------------
 
-    def mount(self, ref: str, mountpoint: PathArg, read_only: bool = False, allow_other: bool = False) -> Mount:
+    def mount(self, ref: str, mountpoint: PathArg, read_only: bool = False, allow_other: bool = False, *,
+              single_threaded: bool = False, threads: bool = False, no_follow_cpu: bool = False) -> Mount:
         """Mounts branch ``ref`` writable (a commit read-only) at ``mountpoint`` and returns once
-        it is mounted. Busy when the branch is mounted already."""
-        return self._run(_core.mount(ref, mountpoint, read_only, allow_other))
+        it is mounted. Busy when the branch is mounted already. ``allow_other`` lets other users
+        see it; ``single_threaded`` / ``threads`` / ``no_follow_cpu`` choose how the daemon serves
+        it, as the CLI's flags of those names do."""
+        return self._run(_core.mount(ref, mountpoint, read_only, allow_other, single_threaded, threads,
+                                     no_follow_cpu))
 
     def umount(self, mountpoint: PathArg) -> None:
         """Flushes and unmounts ``mountpoint`` (what was written stays in the branch's
@@ -293,7 +305,7 @@ class Store:
 
     # -- whole Store -----------------------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Allocated bytes (payload / metadata / other), objects and chain depths, as
         ``layerfs stats --json`` prints them."""
         return self._run(_core.stats())
@@ -314,10 +326,10 @@ class Store:
         branch need not be mounted): ``length`` bytes from ``offset`` (default: to the end)."""
         out = bytearray()
         while True:
-            want = _core.CHUNK if length is None else min(_core.CHUNK, length - len(out))
-            piece = self._run(_core.read_file(target, path, offset + len(out), want))
-            out += piece
-            if len(piece) < want or (length is not None and len(out) >= length):
+            want = _core.piece_size(length, len(out))
+            data, size = self._run(_core.read_file(target, path, offset + len(out), want))
+            out += data
+            if _core.pieces_done(offset, length, len(out), want, len(data), size):
                 return bytes(out)
 
     def write_file(self, target: PathArg, path: str, data: bytes | str, mode: int | str | None = None,

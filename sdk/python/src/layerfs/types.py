@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 T = TypeVar("T")
 
@@ -116,9 +116,13 @@ class Mount:
 
     mountpoint: str
     commit: str
+    """The Commit it shows (for a branch: its Workspace's base)."""
     branch: str | None = None
+    """Only for a writable mount of a branch."""
     read_only: bool = False
     transport: str | None = None
+    ref: str | None = None
+    """REF as the mount asked for it."""
 
     @classmethod
     def from_json(cls, data: Any) -> Mount:
@@ -260,7 +264,9 @@ class DirEntry:
 
 @dataclass(frozen=True)
 class Progress:
-    """A progress event of long work (import, export, verify, gc, push, fetch, clone, pull).
+    """A progress event of long work: phases ``import``, ``export``, ``verify``, ``gc-mark``,
+    ``gc-sweep`` (and push, fetch, clone, pull once they exist); at most ten a second, and one with
+    ``done`` when a phase ends.
 
     Every field but ``phase`` may be None: totals are not always known.
     """
@@ -271,6 +277,9 @@ class Progress:
     bytes: int | None = None
     bytes_total: int | None = None
     rate: float | None = None
+    """Bytes a second since the phase began."""
+    done: bool | None = None
+    """True on the one event sent when the phase ends."""
 
     @classmethod
     def from_json(cls, data: Any) -> Progress:
@@ -290,3 +299,20 @@ class ExecResult:
     stderr: bytes | None = None
     forked: bool = False
     """True when REF was a commit and exec forked it into ``branch`` first."""
+
+
+class Stats(TypedDict, total=False):
+    """``stats``: the Store's allocated bytes and objects, as ``layerfs stats --json`` prints them."""
+
+    allocated_bytes: int
+    payload_bytes: int
+    metadata_bytes: int
+    other_bytes: int
+    logical_bytes: int
+    commits: int
+    branches: int
+    policy: str
+    objects: dict[str, int]
+    max_chain_depth: dict[str, int]
+    depth_histogram: dict[str, dict[str, int]]
+    cf_bytes: dict[str, int]
