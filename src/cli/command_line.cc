@@ -1,6 +1,8 @@
 #include "cli/command_line.h"
 
 #include <CLI/CLI.hpp>
+
+#include "control/protocol.h"
 #include <cstdio>
 #include <deque>
 #include <sstream>
@@ -125,7 +127,10 @@ int PrintOutcome(const CommandLine& cl, const Status& s, const json& result, Out
   Status st = s;
   if (st.ok() && cl.verb->cli_status && !result.is_null()) st = cl.verb->cli_status(result);
   if (st.ok()) return 0;
-  o.Err(fmt::format("layerfs: {}\n", st.message()));
+  // With --json the caller is a program: the failure is the protocol's error object, so its
+  // code survives (`layerfs init`, which no daemon runs, has no other way to give one).
+  if (cl.as_json) o.Err(json{{"error", control::ErrorJson(st)}}.dump() + "\n");
+  else o.Err(fmt::format("layerfs: {}\n", st.message()));
   return 1;
 }
 

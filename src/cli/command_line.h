@@ -25,7 +25,8 @@ struct CommandLine {
 CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& o);
 
 // Prints a verb's outcome as the CLI does and returns the exit status: the result (JSON with
-// --json, else the verb's text), then a failure as one "layerfs: ..." line with exit 1.
+// --json, else the verb's text), then a failure as one line on stderr with exit 1: "layerfs: ...",
+// or with --json the protocol's error object, {"error": {"code", "errno", "message"}}.
 int PrintOutcome(const CommandLine& cl, const Status& s, const json& result, Output& o);
 
 // Output straight to this process's stdout and stderr.

@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   if (verb.name == "mount") {
     // Through ConnectOrStart even when a daemon answered: one that was exiting is replaced.
     Status s = session.ConnectOrStart(-1);
-    if (!s.ok()) return Fail(s.message());
+    if (!s.ok()) return cli::PrintOutcome(cl, s, nullptr, o);
   }
   if ((verb.name == "cat" || verb.name == "read_file") && !cl.as_json) return Cat(session, cl, o);
   client::TerminalProgress progress;

@@ -199,18 +199,30 @@ Status StartDaemon(const std::string& store, int idle_seconds) {
   WaitForExitingDaemon(store);
   int errpipe[2];
   if (pipe2(errpipe, O_CLOEXEC) != 0) return Errno("pipe");
+  const std::string d = DaemonPath();
+  const std::string idle = std::to_string(idle_seconds);
+  std::string quoted_path = json(d).dump();  // the path inside a JSON string, without its quotes
+  quoted_path = quoted_path.substr(1, quoted_path.size() - 2);
   pid_t pid = fork();
-  if (pid < 0) return Errno("fork");
+  if (pid < 0) {
+    Status s = Errno("fork");
+    close(errpipe[0]);
+    close(errpipe[1]);
+    return s;
+  }
   if (pid == 0) {
     // layerfsd reports why it could not start on stderr: keep it for our message.
     dup2(errpipe[1], 2);
-    std::string d = DaemonPath();
-    std::string idle = std::to_string(idle_seconds);
     if (idle_seconds >= 0)
-      execlp(d.c_str(), d.c_str(), "--store", store.c_str(), "--idle", idle.c_str(), static_cast<char*>(nullptr));
+      execlp(d.c_str(), d.c_str(), "--store", store.c_str(), "--json", "--idle", idle.c_str(),
+             static_cast<char*>(nullptr));
     else
-      execlp(d.c_str(), d.c_str(), "--store", store.c_str(), static_cast<char*>(nullptr));
-    dprintf(2, "cannot run %s: %s", d.c_str(), strerror(errno));
+      execlp(d.c_str(), d.c_str(), "--store", store.c_str(), "--json", static_cast<char*>(nullptr));
+    // As layerfsd --json would report it; no allocation between fork and _exit.
+    const int e = errno;
+    const char* name = strerrorname_np(e);
+    dprintf(2, "{\"error\":{\"code\":\"%s\",\"errno\":%d,\"message\":\"cannot run %s: %s\"}}\n", name ? name : "EIO", e,
+            quoted_path.c_str(), strerror(e));
     _exit(127);
   }
   close(errpipe[1]);
@@ -224,9 +236,13 @@ Status StartDaemon(const std::string& store, int idle_seconds) {
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    // layerfsd --json reports why as the protocol's error object, on its last line.
     while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
-    if (err.rfind("layerfsd: ", 0) == 0) err.erase(0, 10);
-    return Status::Error(EIO, "layerfsd failed to start" + (err.empty() ? std::string() : ": " + err));
+    const std::string last = err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);
+    json e = json::parse(last, nullptr, false);
+    Status why = e.is_object() && e.contains("error") ? StatusFromError(e["error"])
+                                                      : Status::Error(EIO, last.empty() ? "no reason given" : last);
+    return Status::Error(why.code(), "layerfsd failed to start: " + why.message());
   }
   for (int i = 0; i < 200; i++) {
     if (DaemonRunning(store)) return Status::Ok();

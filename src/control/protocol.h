@@ -72,9 +72,10 @@ Result<Reply> Call(Conn& c, const std::string& verb, const json& args, const std
 bool DaemonRunning(const std::string& store);
 // The layerfsd to start: $LAYERFSD, else the one beside this program, else layerfsd on PATH.
 std::string DaemonPath();
-// Starts `layerfsd --store STORE [--idle SECONDS]` (from $LAYERFSD, beside this program, or on
+// Starts `layerfsd --store STORE --json [--idle SECONDS]` (from $LAYERFSD, beside this program, or on
 // PATH; idle_seconds < 0: without --idle, so it lives for its mounts) and waits until it
-// answers. Waits first for a daemon that is still exiting.
+// answers. Waits first for a daemon that is still exiting. A failure to start keeps the code
+// layerfsd reported (EBUSY: the Store is held by another process; ENOENT: no Store there).
 Status StartDaemon(const std::string& store, int idle_seconds);
 // Waits (a few seconds at most) for the daemon named by the Store's pid file to end: one that
 // stopped listening, or is about to, while it closes the Store.

@@ -2,7 +2,10 @@
 // (docs/protocol.md) on STORE/control.sock by running the verbs of the verb table. Daemonises
 // unless -f; exits when its last mount goes (unless --keep), after --idle SECONDS without a mount
 // or a connection, on SIGTERM/SIGINT (unmounting everything first), or when asked to start with
-// a failed mount.
+// a failed mount. A start-up failure is one line on stderr and a non-zero exit status: "layerfsd:
+// ..." or, with --json, the protocol's error object {"error": {"code", "errno", "message"}}, so
+// that a client starting the daemon (the CLI, the SDKs) keeps its code (EBUSY: the Store is held by
+// another process; ENOENT: there is no Store).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -66,15 +69,22 @@ struct Daemon {
   }
 };
 
+// One start-up failure on stderr, as text or (--json) as the protocol's error object.
+void PrintStartFailure(const Status& s, bool as_json) {
+  if (as_json) fprintf(stderr, "%s\n", nlohmann::json{{"error", control::ErrorJson(s)}}.dump().c_str());
+  else fprintf(stderr, "layerfsd: %s\n", s.message().c_str());
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"layerfsd: serves a LayerFS store's mounts and control socket"};
   std::string store_path;
-  bool foreground = false, keep = false;
+  bool foreground = false, keep = false, as_json = false;
   int idle = -1;
   std::vector<std::string> then;
   app.add_option("--store", store_path, "Store directory")->required();
   app.add_flag("-f,--foreground", foreground, "Do not daemonise; log to stderr");
   app.add_flag("--keep", keep, "Keep running when the last mount goes");
+  app.add_flag("--json", as_json, "Report a start-up failure as a JSON error object on stderr");
   app.add_option("--idle", idle, "Exit once there has been no mount and no connection for SECONDS "
                                  "(default: exit with the last mount)")->check(CLI::NonNegativeNumber);
   app.footer("  --then ARGS...  a layerfs command line to run once started (e.g. mount -f main DIR);\n"
@@ -101,24 +111,37 @@ int Main(int argc, char** argv) {
   }
   char real[PATH_MAX];
   if (!realpath(store_path.c_str(), real)) {
-    fprintf(stderr, "layerfsd: store %s: %s\n", store_path.c_str(), strerror(errno));
+    PrintStartFailure(Status::Errorf(errno, "store {}: {}", store_path, strerror(errno)), as_json);
     return 1;
   }
   store_path = real;
   int ready[2] = {-1, -1};
   if (!foreground) {
-    // Daemonise: the parent returns once the child listens (or reports why it could not).
-    if (pipe(ready) != 0) return 1;
+    // Daemonise: the parent returns once the child listens, or reports why it could not (the
+    // child sends "ok", or the error object of its failure).
+    if (pipe(ready) != 0) {
+      PrintStartFailure(Status::Errorf(errno, "pipe: {}", strerror(errno)), as_json);
+      return 1;
+    }
     pid_t pid = fork();
-    if (pid < 0) return 1;
+    if (pid < 0) {
+      PrintStartFailure(Status::Errorf(errno, "fork: {}", strerror(errno)), as_json);
+      return 1;
+    }
     if (pid > 0) {
       close(ready[1]);
       std::string msg;
       char buf[512];
       ssize_t n;
-      while ((n = read(ready[0], buf, sizeof buf)) > 0) msg.append(buf, n);
+      while ((n = read(ready[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0) msg.append(buf, n);
       if (msg == "ok") return 0;
-      fprintf(stderr, "layerfsd: %s\n", msg.empty() ? "exited during start-up" : msg.c_str());
+      Status failed = Status::Error(EIO, "exited during start-up");
+      if (!msg.empty()) {
+        nlohmann::json e = nlohmann::json::parse(msg, nullptr, false);
+        failed = e.is_discarded() ? Status::Error(EIO, msg) : control::StatusFromError(e);
+      }
+      PrintStartFailure(failed, as_json);
       return 1;
     }
     close(ready[0]);
@@ -131,13 +154,15 @@ int Main(int argc, char** argv) {
     spdlog::set_default_logger(spdlog::basic_logger_mt("layerfsd", store_path + "/layerfsd.log"));
     spdlog::flush_every(std::chrono::seconds(1));
   }
-  auto report = [&](const std::string& msg) {
+  // Tells whoever started us that we serve (s ok) or why we cannot.
+  auto report = [&](const Status& s) {
     if (ready[1] >= 0) {
+      const std::string msg = s.ok() ? "ok" : control::ErrorJson(s).dump();
       (void)!write(ready[1], msg.data(), msg.size());
       close(ready[1]);
       ready[1] = -1;
-    } else if (msg != "ok") {
-      fprintf(stderr, "layerfsd: %s\n", msg.c_str());
+    } else if (!s.ok()) {
+      PrintStartFailure(s, as_json);
     }
   };
   Daemon d;
@@ -145,7 +170,7 @@ int Main(int argc, char** argv) {
   d.idle = idle;
   auto st = Store::Open(store_path);
   if (!st.ok()) {
-    report(st.status().message());
+    report(st.status());
     return 1;
   }
   d.store = std::move(*st);
@@ -159,7 +184,7 @@ int Main(int argc, char** argv) {
   d.server = std::make_unique<daemon::ControlServer>(*d.store, *d.reg, *d.mounts);
   auto lfd = control::Listen(store_path);
   if (!lfd.ok()) {
-    report(lfd.status().message());
+    report(lfd.status());
     return 1;
   }
   {
@@ -180,20 +205,21 @@ int Main(int argc, char** argv) {
     cli::StdOutput o;
     cli::CommandLine cl = cli::ParseCommandLine(args, o);
     int code = cl.exit;
+    Status s = Status::Invalid("start-up command: bad command line");
     if (code < 0) {
       nlohmann::json result;
-      Status s = d.server->Run(*cl.verb, cl.args, getcwd(cwd, sizeof cwd) ? cwd : "/", geteuid(), getegid(),
-                               nullptr, &result);
+      s = d.server->Run(*cl.verb, cl.args, getcwd(cwd, sizeof cwd) ? cwd : "/", geteuid(), getegid(), nullptr,
+                        &result);
       code = cli::PrintOutcome(cl, s, result, o);
     }
     fflush(stdout);
     if (code != 0) {
-      report("start-up command failed");
+      report(Status::Error(s.ok() ? EIO : s.code(), "start-up command failed"));
       unlink(control::SocketPath(store_path).c_str());
       return code;
     }
   }
-  report("ok");
+  report(Status::Ok());
   while (!d.ShouldExit()) {
     pollfd p[2] = {{*lfd, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
     int n = poll(p, 2, 250);

@@ -57,7 +57,8 @@ printf 'new\n' >"$SRC/new"
 lfs import -m "main 2" "$SRC" >/dev/null
 [ "$(lfs diff main...feat)" = "" ] || fail "diff main...feat should be empty: $(lfs diff main...feat)"
 
-# Conflicts: exit 1, JSON on stdout, one line on stderr, the branch unchanged.
+# Conflicts: exit 1, JSON on stdout, one line on stderr (with --json the error object, code
+# CONFLICT), the branch unchanged.
 printf 'ours\n2\n3\n4\nFIVE\n' >"$SRC/t.txt"
 m3=$(lfs import -m "main 3" "$SRC")
 rm -rf "$WORK/e" && lfs export feat "$WORK/e" && printf 'theirs\n2\n3\n4\nFIVE\n' >"$WORK/e/t.txt" && rm "$WORK/e/d/k"
@@ -69,7 +70,15 @@ m4=$(lfs import -m "main 4" "$SRC")
 rc=0
 lfs merge feat --into main --json >"$WORK/c.json" 2>"$WORK/c.err" || rc=$?
 [ "$rc" -eq 1 ] || fail "conflicted merge exited $rc"
-[ "$(wc -l <"$WORK/c.err")" -eq 1 ] && grep -q '^layerfs: .*conflict' "$WORK/c.err" || fail "stderr: $(cat "$WORK/c.err")"
+[ "$(wc -l <"$WORK/c.err")" -eq 1 ] && python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+assert e["code"] == "CONFLICT" and e["errno"] == 0 and "conflict" in e["message"], e' "$WORK/c.err" ||
+  fail "stderr: $(cat "$WORK/c.err")"
+rc=0
+lfs merge feat --into main >/dev/null 2>"$WORK/c.err" || rc=$?
+[ "$rc" -eq 1 ] && [ "$(wc -l <"$WORK/c.err")" -eq 1 ] && grep -q '^layerfs: .*conflict' "$WORK/c.err" ||
+  fail "conflicted merge without --json: $rc $(cat "$WORK/c.err")"
 python3 - "$WORK/c.json" "$m4" "$f2" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -297,7 +298,9 @@ def merge_conflict_result(env: Env) -> None:
     res = m["error"]["result"]
     check([x["path"] for x in res["conflicts"]] == ["f.txt"] and res["commit"] is None, f"{res}")
     p = env.run("merge", "y", "--into", "x2", "--json", check_rc=False)
-    check(p.returncode == 1 and p.stderr.decode().startswith("layerfs: merge of y into x2 has 1 conflict"), f"{p}")
+    err = json.loads(p.stderr)["error"]  # with --json the failure is the protocol's error object
+    check(p.returncode == 1 and err["code"] == "CONFLICT" and err["message"].startswith("merge of y into x2 has 1 conflict"),
+          f"{p}")
     same("merge conflicts", norm(res, {"x2": "x"}), norm(json.loads(p.stdout), {"x2": "x"}))
     ok = c.call("merge", {"source": "y", "into": "x", "strategy_option": "theirs"})
     check(ok["commit"] and not ok["conflicts"], f"{ok}")
@@ -510,6 +513,64 @@ def errors_and_bad_messages(env: Env) -> None:
     still_serving()
 
 
+def start_and_init_failures(env: Env) -> None:
+    """Failures no daemon answers keep their code: `layerfs VERB --json` prints the protocol's
+    error object on stderr, `layerfsd --json` its start-up failure, and the CLI starting a
+    daemon passes on the daemon's code."""
+
+    def json_error(p: subprocess.CompletedProcess, code: str) -> dict:
+        check(p.returncode == 1 and p.stdout == b"", f"exit {p.returncode}, stdout {p.stdout!r}")
+        lines = p.stderr.decode().splitlines()
+        check(len(lines) == 1, f"stderr is not one line: {p.stderr!r}")
+        e = json.loads(lines[0])["error"]
+        check(e["code"] == code and isinstance(e["errno"], int) and e["message"], f"expected {code}: {e}")
+        return e
+
+    env.run("init", env.store)
+    e = json_error(env.run("init", env.store, "--json", check_rc=False), "EEXIST")
+    check(e["errno"] == 17 and env.store in e["message"], f"{e}")
+    plain = env.run("init", env.store, check_rc=False)
+    check(plain.returncode == 1 and plain.stderr.decode() == f"layerfs: {e['message']}\n", f"{plain.stderr!r}")
+    json_error(env.run("init", env.path("p"), "--policy", "1/2", "--json", check_rc=False), "EINVAL")
+    check(not os.path.exists(env.path("p")), "a refused init left a directory")
+    json_error(env.run("init", env.path("no", "such", "s"), "--json", check_rc=False), "ENOENT")
+    json_error(env.run("init", env.path("f"), "--from", env.path("nosuch"), "--json", check_rc=False), "ENOENT")
+    # A verb's failure with --json, through the daemon and without one.
+    json_error(env.run("log", "nosuch", "--json", check_rc=False), "ENOENT")
+
+    # layerfsd's own start-up failures.
+    def daemon(store: str, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([env.layerfsd, "--store", store, *extra], capture_output=True, timeout=60)
+
+    json_error(daemon(env.path("nosuch"), "--json"), "ENOENT")
+    os.makedirs(env.path("empty"))
+    json_error(daemon(env.path("empty"), "--json"), "ENOENT")
+    pid = env.start_daemon("--keep")
+    e = json_error(daemon(env.store, "--json"), "EBUSY")
+    check(e["errno"] == 16 and "in use" in e["message"], f"{e}")
+    p = daemon(env.store)
+    check(p.returncode == 1 and p.stderr.decode() == f"layerfsd: {e['message']}\n", f"{p.stderr!r}")
+    check(alive(pid), "a refused second daemon stopped the first")
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not alive(pid), "the daemon to exit")
+
+    # The CLI starting a daemon for `mount` keeps the daemon's code: here another process holds
+    # the Store's database lock (as RocksDB takes it: an fcntl lock on db/LOCK).
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys; f = open(sys.argv[1], 'r+'); fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); "
+        "print('held', flush=True); sys.stdin.read()"), os.path.join(env.store, "db", "LOCK")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        check(holder.stdout.readline() == b"held\n", "the lock holder did not start")
+        mp = env.mountpoint("busy")
+        e = json_error(env.run("mount", "main", mp, "--json", check_rc=False), "EBUSY")
+        check(e["message"].startswith("layerfsd failed to start: ") and "in use" in e["message"], f"{e}")
+        check(not is_mounted(mp), "mounted anyway")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
 def idle_exit(env: Env) -> None:
     env.run("init", env.store)
     pid = env.start_daemon("--idle", "1")
@@ -531,7 +592,8 @@ def idle_exit(env: Env) -> None:
 
 def main() -> None:
     layerfs = sys.argv[1]
-    for test in (every_verb_both_ways, file_verbs, merge_conflict_result, errors_and_bad_messages, idle_exit):
+    for test in (every_verb_both_ways, file_verbs, merge_conflict_result, errors_and_bad_messages,
+                 start_and_init_failures, idle_exit):
         with Env(layerfs) as env:
             test(env)
         print(f"ok {test.__name__}")
