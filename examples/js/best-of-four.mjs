@@ -37,7 +37,7 @@ try {
       commit: `attempt ${i}`, capture: true, env: { ...process.env, ATTEMPT: String(i) },
     });
     const lines = r.stdout.toString().trim().split("\n");
-    const score = r.returncode === 0 && lines[0] !== "" ? Number(lines[lines.length - 1]) : -Infinity;
+    const score = r.exit_code === 0 && lines[0] !== "" ? Number(lines[lines.length - 1]) : -Infinity;
     return { name, score, commit: r.commit };
   }));
 

@@ -43,7 +43,7 @@ def main() -> int:
             r = store.exec(names[i], command or DEFAULT, commit=f"attempt {i}", capture_output=True,
                            env={**os.environ, "ATTEMPT": str(i)})
             out = (r.stdout or b"").decode().strip().splitlines()
-            score = float(out[-1]) if r.returncode == 0 and out else float("-inf")
+            score = float(out[-1]) if r.exit_code == 0 and out else float("-inf")
             assert r.commit is not None
             return names[i], score, r.commit
 

@@ -173,11 +173,7 @@ export class Conn {
     } else if (msg.ok === false) {
       this.used = true;
       this.finish();
-      let err = fromWire(msg.error);
-      if (err.result === undefined && "result" in msg) {
-        // A CONFLICT's outcome may travel beside its error.
-        err = makeError(err.code, err.detail, err.errno, msg.result);
-      }
+      const err = fromWire(msg.error); // with error.result when the failure has one
       if (err.code === "PROTOCOL" || err.code === "TOO_LARGE") this.close();
       p.reject(err);
     } else {
@@ -200,7 +196,7 @@ function which(name: string): string | null {
   return null;
 }
 
-/** The `layerfs` program: $LAYERFS, else the first on PATH. */
+/** The `layerfs` program: $LAYERFS, else the first on PATH (docs/protocol.md, "Starting the daemon"). */
 export function findLayerfs(): string {
   const env = process.env.LAYERFS;
   if (env) return env;
@@ -209,7 +205,10 @@ export function findLayerfs(): string {
   return found;
 }
 
-/** The `layerfsd` program: $LAYERFSD, beside `layerfs`, or on PATH (as the CLI looks). */
+/**
+ * The `layerfsd` program: $LAYERFSD; else the one beside `layerfs` ($LAYERFS, else the first on
+ * PATH, symbolic links resolved) when executable; else the first on PATH.
+ */
 export function findLayerfsd(): string {
   const env = process.env.LAYERFSD;
   if (env) return env;
@@ -245,9 +244,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
+  } catch {
+    return false;
+  }
+  // A daemon that exited may stay a zombie until its parent (often init) reaps it.
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 1).trim().split(" ")[0] !== "Z";
+  } catch {
+    return false;
   }
 }
 
@@ -263,34 +268,55 @@ async function waitForExitingDaemon(store: string): Promise<void> {
   while (pid > 0 && Date.now() < deadline && alive(pid) && pid !== process.pid) await sleep(20);
 }
 
-/** Runs a program to completion with stderr in a file (a daemon's child may keep a pipe open). */
-function run(argv: string[]): Promise<{ status: number; stderr: string }> {
-  const errPath = join(tmpdir(), `layerfs-sdk-${process.pid}-${Math.random().toString(36).slice(2)}.err`);
-  const fd = openSync(errPath, "w+");
+/**
+ * Runs a program to completion with stdout and stderr in files (a daemon's child may keep a pipe
+ * open for its whole life).
+ */
+function run(argv: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  const base = join(tmpdir(), `layerfs-sdk-${process.pid}-${Math.random().toString(36).slice(2)}`);
+  const fds = [openSync(`${base}.out`, "w+"), openSync(`${base}.err`, "w+")];
+  const collect = (): [string, string] => {
+    const out: string[] = [];
+    for (const [i, ext] of [".out", ".err"].entries()) {
+      closeSync(fds[i]);
+      try {
+        out.push(readFileSync(base + ext, "utf8"));
+        unlinkSync(base + ext);
+      } catch {
+        out.push("");
+      }
+    }
+    return [out[0], out[1]];
+  };
   return new Promise((resolve, reject) => {
     const done = (status: number) => {
-      closeSync(fd);
-      let stderr = "";
-      try {
-        stderr = readFileSync(errPath, "utf8");
-        unlinkSync(errPath);
-      } catch {
-        // nothing written
-      }
-      resolve({ status, stderr });
+      const [stdout, stderr] = collect();
+      resolve({ status, stdout, stderr });
     };
-    const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "ignore", fd] });
+    const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", fds[0], fds[1]] });
     child.once("error", (e: NodeJS.ErrnoException) => {
-      closeSync(fd);
-      try {
-        unlinkSync(errPath);
-      } catch {
-        // already gone
-      }
-      reject(makeError("ENOENT", `cannot run ${argv[0]}: ${e.message}`));
+      collect();
+      reject(makeError(e.code === "EACCES" ? "EACCES" : "ENOENT", `cannot run ${argv[0]}: ${e.message}`));
     });
     child.once("exit", (code, signal) => done(code ?? (signal ? 128 : 1)));
   });
+}
+
+/**
+ * The error a program run with `--json` reported: the last line of its stderr as
+ * `{"error": {"code", "errno", "message"}}` (docs/protocol.md); null when it is not one.
+ */
+export function errorLine(stderr: string): LayerFSError | null {
+  const lines = stderr.trim().split("\n");
+  try {
+    const msg = JSON.parse(lines[lines.length - 1]) as { error?: unknown };
+    if (typeof msg === "object" && msg !== null && typeof msg.error === "object" && msg.error !== null) {
+      return fromWire(msg.error);
+    }
+  } catch {
+    // not JSON
+  }
+  return null;
 }
 
 function lastLine(text: string, prefix: string, fallback: string): string {
@@ -301,36 +327,51 @@ function lastLine(text: string, prefix: string, fallback: string): string {
 }
 
 /**
- * Starts `layerfsd --store STORE --idle IDLE` (it returns once it listens). `connected()` is
- * tried when the start fails: another client may have started it at the same moment.
+ * Starts `layerfsd --store STORE --json --idle IDLE` (it returns once it listens). A failure
+ * rejects with the code layerfsd reported (EBUSY: the Store is held by another process; ENOENT:
+ * no Store). `connected()` is tried first: another client may have started it at the same moment.
  */
 export async function startDaemon(store: string, idle: number, connected: () => Promise<boolean>): Promise<void> {
   await waitForExitingDaemon(store);
-  const argv = [findLayerfsd(), "--store", store, "--idle", String(idle)];
+  const argv = [findLayerfsd(), "--store", store, "--json", "--idle", String(idle)];
   const r = await run(argv);
   if (r.status === 0 || (await connected())) return;
-  const reason = lastLine(r.stderr, "layerfsd: ", `exit status ${r.status}`);
-  const low = reason.toLowerCase();
-  const code = low.includes("lock") || low.includes("in use") ? "EBUSY" : "EIO";
-  throw makeError(code, `cannot start layerfsd for ${store}: ${reason}`);
+  // Without the error object (not a layerfsd that speaks --json) there is no code but EIO.
+  const why = errorLine(r.stderr) ?? makeError("EIO", lastLine(r.stderr, "", `exit status ${r.status}`));
+  throw makeError(why.code, `cannot start layerfsd for ${store}: ${why.detail}`, why.errno);
 }
 
-/** Runs `layerfs init` (there is no daemon for a Store that does not exist yet). */
-export async function runInit(path: string, opts: { policy?: string; fromDir?: string; message?: string }):
-    Promise<void> {
+/**
+ * Runs `layerfs ... --json` for a verb no daemon serves (init, clone) and resolves with its JSON
+ * result; a failure rejects with the code of the error object it printed on stderr (a usage
+ * error, exit status 2, has none: InvalidArgument; anything else without one: IOFailure).
+ */
+export async function runCliJson(argv: string[]): Promise<unknown> {
+  const r = await run([...argv, "--json"]);
+  if (r.status === 0) {
+    try {
+      return JSON.parse(r.stdout);
+    } catch {
+      throw makeError("PROTOCOL", `${argv.slice(0, 2).join(" ")} --json printed no JSON`);
+    }
+  }
+  const why = errorLine(r.stderr);
+  if (why) throw why;
+  const line = lastLine(r.stderr, "layerfs: ", `${argv.slice(0, 2).join(" ")} exited with status ${r.status}`);
+  throw makeError(r.status === 2 ? "EINVAL" : "EIO", line);
+}
+
+/**
+ * Runs `layerfs init --json` (there is no daemon for a Store that does not exist yet) and
+ * resolves with its result, `{store, policy, commit}`.
+ */
+export function runInit(path: string, opts: { policy?: string; fromDir?: string; message?: string }):
+    Promise<unknown> {
   const argv = [findLayerfs(), "init", path];
   if (opts.policy !== undefined) argv.push("--policy", opts.policy);
   if (opts.fromDir !== undefined) argv.push("--from", opts.fromDir);
   if (opts.message !== undefined) argv.push("-m", opts.message);
-  const r = await run(argv);
-  if (r.status === 0) return;
-  const msg = lastLine(r.stderr, "layerfs: ", `layerfs init exited with status ${r.status}`);
-  const low = msg.toLowerCase();
-  // `layerfs init` reports failures as text only; name the cases a program acts on.
-  const code = low.includes("exist") || low.includes("not empty") ? "EEXIST"
-    : low.includes("polic") || low.includes("invalid") ? "EINVAL"
-    : !existsSync(dirname(path)) ? "ENOENT" : "EIO";
-  throw makeError(code, msg);
+  return runCliJson(argv);
 }
 
 export { LayerFSError };

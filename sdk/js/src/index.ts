@@ -10,7 +10,8 @@
 // per error code, with `.code` and `.errno`.
 
 export { Store, CHUNK } from "./store.js";
-export type { OpenOptions, InitOptions, CallOptions, ExecOptions, MountOptions } from "./store.js";
+export type { OpenOptions, InitOptions, CallOptions, ExecOptions, MountOptions, MergeOptions, PickOptions,
+  MergeStepOptions } from "./store.js";
 export { PROTOCOL_VERSION, MAX_MESSAGE } from "./connection.js";
 export * from "./errors.js";
 export type * from "./types.js";

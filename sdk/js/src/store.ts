@@ -4,16 +4,16 @@
 // connections do not keep Node's event loop alive; close() ends them.
 
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, existsSync, rmdirSync } from "node:fs";
+import { accessSync, constants as fsConstants, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync,
+  readlinkSync, realpathSync, rmdirSync } from "node:fs";
 import { constants as osConstants, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { randomBytes } from "node:crypto";
 
 import { Conn, runInit, startDaemon, storeRoot } from "./connection.js";
 import { LayerFSError, makeError } from "./errors.js";
 import type {
-  Branch, Change, Commit, CommitResult, DirEntry, ExecResult, ExportResult, GcResult, ImportResult, Mount,
-  ProgressCallback, ResetResult, Stats, VerifyResult, WorkspaceStatus,
+  Branch, Change, Commit, CommitResult, DirEntry, ExecResult, ExportResult, GcResult, ImportResult, MergeResult,
+  Mount, ProgressCallback, ResetResult, Stats, VerifyResult, WorkspaceStatus,
 } from "./types.js";
 
 /** File content moves in pieces of this many bytes (base64 makes a piece ~22 MiB on the wire). */
@@ -50,9 +50,61 @@ export interface CallOptions {
   progress?: ProgressCallback;
 }
 
+export interface MergeOptions {
+  /** Branch or mountpoint to merge into (default: the mount holding the working directory). */
+  into?: string;
+  /** Message of the merge Commit (merge only; default "merge SOURCE"). */
+  message?: string;
+  /** Refuse anything but a fast-forward (NotFastForward). */
+  ffOnly?: boolean;
+  /** Make a merge Commit even when a fast-forward is possible. */
+  noFf?: boolean;
+  /** "ours" or "theirs": that side's whole tree is the merge's. */
+  strategy?: string;
+  /** "ours" or "theirs": each conflict takes that side. */
+  strategyOption?: string;
+}
+
+export interface PickOptions {
+  /** Branch or mountpoint (default: the mount holding the working directory). */
+  into?: string;
+  /** "ours" or "theirs": each conflict takes that side. */
+  strategyOption?: string;
+}
+
+export interface MergeStepOptions {
+  /** Branch or mountpoint where the merge stopped (default: the mount holding the working directory). */
+  into?: string;
+  /** Message of the merge Commit (continue of a merge only). */
+  message?: string;
+  /** The operation that stopped: "merge" (default), "cherry-pick" or "revert". */
+  op?: "merge" | "cherry-pick" | "revert";
+}
+
+const MERGE_VERBS: Record<string, string> = { merge: "merge", "cherry-pick": "cherry_pick", revert: "revert" };
+
+/** `writeFile`'s mode as the protocol takes it: octal digits in a string ("0755"). */
+function modeString(mode: number | string | undefined): string | undefined {
+  if (mode === undefined || typeof mode === "string") return mode;
+  if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) {
+    throw makeError("EINVAL", `writeFile: mode ${mode} is not permission bits (0 to 0o7777)`);
+  }
+  return mode.toString(8).padStart(4, "0");
+}
+
 export interface ExecOptions {
-  /** Commit what the command left with this message (whatever its exit status). */
-  commit?: string;
+  /**
+   * Commit what the command left, whatever its exit status: true with the message
+   * "exec: COMMAND", or a string as the message.
+   */
+  commit?: boolean | string;
+  /**
+   * Run the command in the same bubblewrap sandbox as `layerfs exec --isolate`: the Workspace
+   * writable at /workspace, the host's system read-only (docs/design.md, "Agent interface").
+   */
+  isolate?: boolean;
+  /** With `isolate`: no network but a private loopback. */
+  noNetwork?: boolean;
   /** Where to mount the branch when it is not mounted (default: a fresh temporary directory). */
   mountpoint?: string;
   /** Capture stdout and stderr into the result instead of passing them through. */
@@ -127,10 +179,15 @@ export class Store {
     return s;
   }
 
-  /** Creates a Store at `path` (`layerfs init`: branch main), then opens it. */
+  /**
+   * Creates a Store at `path` (`layerfs init --json`: branch main, optionally a first Commit of
+   * `fromDir`), then opens it. `layerfs` is $LAYERFS, else the first on PATH. Rejects by code:
+   * Exists (a non-empty directory is there), InvalidArgument (a bad policy), NotFound (no parent
+   * directory, no `fromDir`).
+   */
   static async init(path: string, opts: InitOptions = {}): Promise<Store> {
-    await runInit(path, { policy: opts.policy, fromDir: opts.fromDir !== undefined ? resolve(opts.fromDir) : undefined,
-      message: opts.message });
+    await runInit(resolve(path), { policy: opts.policy,
+      fromDir: opts.fromDir !== undefined ? resolve(opts.fromDir) : undefined, message: opts.message });
     return Store.open(path, opts);
   }
 
@@ -180,7 +237,7 @@ export class Store {
 
   /**
    * Sends any verb of the protocol with `args` by the protocol's names and resolves with its raw
-   * JSON result (for verbs newer than this SDK's methods, such as merge or remotes).
+   * JSON result (for verbs or arguments newer than this SDK's methods).
    */
   async request(verb: string, a: Args = {}, opts: CallOptions = {}): Promise<unknown> {
     let cwd: string | undefined;
@@ -333,15 +390,18 @@ export class Store {
 
   /**
    * Writes `data` (a string is UTF-8) to `path` in `target`'s live Workspace, replacing the file
-   * (or appending); a mounted branch's users see it at once. Resolves with the file's size.
+   * (or appending); missing parent directories are made. `mode` sets the permission bits (0o755
+   * or "0755"; a new file is 0644 without it). A mounted branch's users see the change at once.
+   * Resolves with the file's size after the write.
    */
   async writeFile(target: string, path: string, data: string | Uint8Array,
                   opts: { mode?: number | string; append?: boolean } = {}): Promise<number> {
     const raw = typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data);
+    const mode = modeString(opts.mode);
     let size = 0;
     for (let i = 0; i === 0 || i < raw.length; i += CHUNK) {
       const r = await this.call<{ size: number }>("write_file", args({ target, path,
-        content_base64: raw.subarray(i, i + CHUNK).toString("base64"), mode: opts.mode,
+        content_base64: raw.subarray(i, i + CHUNK).toString("base64"), mode,
         append: opts.append || i > 0 }));
       size = r.size;
     }
@@ -358,69 +418,200 @@ export class Store {
     await this.call("remove_path", args({ target, path, recursive: opts.recursive }));
   }
 
+  // -- merges -------------------------------------------------------------------------------------
+
+  /**
+   * Merges `source` (a branch, commit, prefix, REF~N or REF^N) into `into` (a branch or a
+   * mountpoint; default: the mount holding the working directory), as `layerfs merge`: a
+   * fast-forward moves the branch, otherwise a merge Commit is made. A mounted branch (or one with
+   * uncommitted changes) merges through its Workspace, live in the mount. Conflicts reject with
+   * Conflict whose `.result` is the MergeResult: for a mounted branch the merge has stopped there
+   * (`stopped`), to be resolved in the mount and then `mergeContinue` (or `mergeAbort`);
+   * otherwise nothing changed.
+   */
+  merge(source: string, opts: MergeOptions = {}): Promise<MergeResult> {
+    return this.call("merge", args({ source, into: opts.into, message: opts.message, ff_only: opts.ffOnly,
+      no_ff: opts.noFf, strategy: opts.strategy, strategy_option: opts.strategyOption }));
+  }
+
+  /** Applies the change `commit` made onto a branch as a new Commit (`layerfs cherry-pick`). */
+  cherryPick(commit: string, opts: PickOptions = {}): Promise<MergeResult> {
+    return this.call("cherry_pick", args({ commit, into: opts.into, strategy_option: opts.strategyOption }));
+  }
+
+  /** Undoes the change `commit` made, as a new Commit on a branch (`layerfs revert`). */
+  revert(commit: string, opts: PickOptions = {}): Promise<MergeResult> {
+    return this.call("revert", args({ commit, into: opts.into, strategy_option: opts.strategyOption }));
+  }
+
+  /**
+   * Commits a stopped merge (or cherry-pick, revert: `op`) once its conflicts are resolved in the
+   * mount (`--continue`); Conflict again while some are open.
+   */
+  async mergeContinue(opts: MergeStepOptions = {}): Promise<MergeResult> {
+    return this.call(this.mergeVerb(opts.op), args({ into: opts.into, message: opts.message, continue: true }));
+  }
+
+  /** Puts the Workspace back as it was before a stopped merge (`--abort`); the result has `aborted`. */
+  async mergeAbort(opts: Omit<MergeStepOptions, "message"> = {}): Promise<MergeResult> {
+    return this.call(this.mergeVerb(opts.op), args({ into: opts.into, abort: true }));
+  }
+
+  private mergeVerb(op = "merge"): string {
+    const verb = MERGE_VERBS[op];
+    if (!verb) throw makeError("EINVAL", `unknown merge operation '${op}' (merge, cherry-pick, revert)`);
+    return verb;
+  }
+
   // -- exec (client side: mount, run, commit, umount) ---------------------------------------------
 
   /**
-   * Runs `command` with its working directory in `ref`'s Workspace, like `layerfs exec`: the
-   * branch is mounted for the run (at `mountpoint` or a temporary directory) unless it is mounted
-   * already, and unmounted after. A string command runs under `/bin/sh -c`. With `commit: MESSAGE`
-   * what the command left is committed, whatever its exit status. When `ref` is a commit rather
-   * than a branch, it is forked first under a new name (`result.branch`, `result.forked`).
+   * Runs `command` with its working directory in `ref`'s Workspace, as `layerfs exec` does
+   * (docs/protocol.md): a branch that is not mounted is mounted for the run (at `mountpoint`,
+   * made if missing, or a fresh temporary directory) and unmounted after, even when the command or
+   * the commit fails; a mounted one runs in its mount (Busy when `mountpoint` names another place).
+   * When `ref` is a commit, not a branch, it is forked first into `exec-ID12` (`-2`, `-3`... when
+   * taken): `result.branch`, `result.forked`. A string command runs under `/bin/sh -c`. With
+   * `commit` what the command left is committed, whatever its exit status. `isolate` runs it in
+   * the bubblewrap sandbox of `layerfs exec --isolate`. Standard streams pass through unless
+   * `capture`. A command that cannot be started rejects with NotFound (or PermissionDenied) after
+   * the cleanup.
    */
   async exec(ref: string, command: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
-    let branch = ref;
-    let forked = false;
-    const found = (await this.branches()).find((b) => b.name === ref);
-    let mountedAt: string | undefined = found?.mountpoint;
-    if (!found) {
-      const head = (await this.log(ref, { maxCount: 1 }))[0].id;
-      branch = `exec-${head.slice(0, 8)}-${randomBytes(3).toString("hex")}`;
-      await this.fork(branch, head);
-      forked = true;
-      mountedAt = undefined;
+    const isolate = opts.isolate ?? false;
+    checkExec(command, isolate, opts.noNetwork ?? false);
+    const [branch, forked, mountedAt] = await this.execBranch(ref);
+    let want = opts.mountpoint !== undefined ? resolve(opts.mountpoint) : undefined;
+    if (want !== undefined) {
+      try {
+        want = realpathSync(want);
+      } catch {
+        // not there yet: made below
+      }
+    }
+    if (mountedAt !== undefined && want !== undefined && want !== mountedAt) {
+      throw makeError("EBUSY", `branch '${branch}' is mounted at ${mountedAt}, not ${want}`);
     }
     let mp = mountedAt;
+    let mounted = false;
     let madeDir = false;
     if (mp === undefined) {
-      if (opts.mountpoint === undefined) {
-        mp = mkdtempSync(join(tmpdir(), "layerfs-exec-"));
+      if (want === undefined) {
+        want = mkdtempSync(join(process.env.TMPDIR || tmpdir(), "layerfs-exec."));
         madeDir = true;
-      } else {
-        mp = resolve(opts.mountpoint);
-        if (!existsSync(mp)) {
-          mkdirSync(mp, { recursive: true });
-          madeDir = true;
-        }
+      } else if (!existsSync(want)) {
+        mkdirSync(want, { recursive: true });
+        madeDir = true;
       }
       try {
-        await this.mount(branch, mp);
+        mp = (await this.mount(branch, want)).mountpoint;
       } catch (e) {
-        if (madeDir) rmdirSync(mp);
+        if (madeDir) rmdirSync(want);
         throw e;
       }
+      mounted = true;
     }
-    const argv = typeof command === "string" ? ["/bin/sh", "-c", command] : command;
     try {
-      const run = await runCommand(argv, mp, opts);
-      const commit = opts.commit !== undefined ? await this.commit(mp, opts.commit) : null;
-      return { ...run, branch, mountpoint: mp, commit, forked };
-    } finally {
-      if (mountedAt === undefined) {
-        await this.umount(mp);
-        if (madeDir) rmdirSync(mp);
+      const argv = execArgv(command, mp, this.path, isolate, opts.noNetwork ?? false);
+      const run = await runCommand(argv, mp, isolate, opts);
+      let commit: string | null = null;
+      if (opts.commit !== undefined && opts.commit !== false) {
+        commit = await this.commit(mp, opts.commit === true ? execMessage(command) : opts.commit);
       }
+      return { ...run, branch, mountpoint: mp, mounted, forked, isolated: isolate, commit };
+    } finally {
+      if (mounted) {
+        await this.umount(mp);
+        if (madeDir) rmdirSync(want!);
+      }
+    }
+  }
+
+  /** The branch exec runs in, whether it was forked, and its mountpoint if mounted. */
+  private async execBranch(ref: string): Promise<[string, boolean, string | undefined]> {
+    const branches = await this.branches();
+    const found = branches.find((b) => b.name === ref);
+    if (found) return [ref, false, found.mountpoint];
+    const head = (await this.log(ref, { maxCount: 1 }))[0].id; // NotFound when ref names nothing
+    const taken = new Set(branches.map((b) => b.name));
+    for (let i = 1; ; i++) {
+      const name = i === 1 ? `exec-${head.slice(0, 12)}` : `exec-${head.slice(0, 12)}-${i}`;
+      if (taken.has(name)) continue;
+      try {
+        await this.fork(name, head);
+      } catch (e) {
+        if ((e as LayerFSError).code === "EEXIST") continue;
+        throw e;
+      }
+      return [name, true, undefined];
     }
   }
 }
 
-function runCommand(argv: string[], cwd: string, opts: ExecOptions):
-    Promise<{ returncode: number; signal: string | null; stdout: Buffer | null; stderr: Buffer | null }> {
+/**
+ * The command's argv (a string under `/bin/sh -c`), after the checks made before anything is
+ * mounted: a command, `noNetwork` only with `isolate`, bubblewrap there for `isolate`.
+ */
+function checkExec(command: string | string[], isolate: boolean, noNetwork: boolean): string[] {
+  const argv = typeof command === "string" ? ["/bin/sh", "-c", command] : [...command];
+  if (argv.length === 0) throw makeError("EINVAL", "exec: no command");
+  if (noNetwork && !isolate) throw makeError("EINVAL", "exec: noNetwork needs isolate");
+  if (isolate) {
+    const found = ["/usr/bin/bwrap", "/bin/bwrap"].some((p) => {
+      try {
+        accessSync(p, fsConstants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    if (!found) throw makeError("ENOENT", "isolate needs bubblewrap (bwrap): apt-get install bubblewrap");
+  }
+  return argv;
+}
+
+/**
+ * The command line to run; with `isolate` inside bubblewrap exactly as `layerfs exec --isolate`
+ * builds it (src/client/exec.cc): the Workspace writable at /workspace, the host's top-level
+ * directories read-only, a private /tmp, /dev and /proc, the Store hidden, new PID/IPC/UTS
+ * namespaces, no capabilities; `noNetwork`: only a private loopback.
+ */
+function execArgv(command: string | string[], mountpoint: string, store: string, isolate: boolean,
+                  noNetwork: boolean): string[] {
+  const argv = checkExec(command, isolate, noNetwork);
+  if (!isolate) return argv;
+  const a = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    "--unshare-cgroup-try", "--cap-drop", "ALL"];
+  if (noNetwork) a.push("--unshare-net");
+  for (const n of readdirSync("/").sort()) {
+    if (["proc", "dev", "tmp", "workspace"].includes(n)) continue;
+    const p = "/" + n;
+    if (lstatSync(p).isSymbolicLink()) a.push("--symlink", readlinkSync(p), p);
+    else a.push("--ro-bind", p, p);
+  }
+  a.push("--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
+  if (store && store !== "/" && !store.startsWith("/tmp/")) a.push("--tmpfs", store, "--remount-ro", store);
+  a.push("--bind", mountpoint, "/workspace", "--remount-ro", "/", "--chdir", "/workspace", "--setenv", "PWD",
+    "/workspace", "--");
+  return [...a, ...argv];
+}
+
+/** The default message of an exec's Commit: "exec: CMD ARGS", at most 200 characters. */
+function execMessage(command: string | string[]): string {
+  const msg = "exec: " + (typeof command === "string" ? command : command.join(" "));
+  return msg.length <= 200 ? msg : msg.slice(0, 197) + "...";
+}
+
+function runCommand(argv: string[], cwd: string, isolate: boolean, opts: ExecOptions):
+    Promise<{ exit_code: number; signal: string | null; stdout: Buffer | null; stderr: Buffer | null }> {
   return new Promise((resolvePromise, reject) => {
     const out: Buffer[] = [];
     const err: Buffer[] = [];
+    const env = { ...(opts.env ?? process.env) };
+    if (!isolate) env.PWD = cwd;
     const child = spawn(argv[0], argv.slice(1), {
       cwd,
-      env: opts.env,
+      env,
       stdio: [opts.input !== undefined ? "pipe" : "inherit", opts.capture ? "pipe" : "inherit",
         opts.capture ? "pipe" : "inherit"],
     });
@@ -432,16 +623,16 @@ function runCommand(argv: string[], cwd: string, opts: ExecOptions):
       child.stdin!.on("error", () => undefined); // the command may exit without reading it all
       child.stdin!.end(opts.input);
     }
-    child.once("error", (e) => {
+    child.once("error", (e: NodeJS.ErrnoException) => {
       if (timer) clearTimeout(timer);
-      reject(makeError("ENOENT", `cannot run ${argv[0]}: ${e.message}`));
+      reject(makeError(e.code === "EACCES" ? "EACCES" : "ENOENT", `exec: ${argv[0]}: ${e.message}`));
     });
     child.once("close", (code, signal) => {
       if (timer) clearTimeout(timer);
       const signum = signal ? (osConstants.signals as Record<string, number>)[signal] ?? 0 : 0;
       resolvePromise({
-        returncode: code ?? -signum,
-        signal: signal ?? null,
+        exit_code: code ?? 128 + signum,
+        signal: signal ? signal.replace(/^SIG/, "") : null,
         stdout: opts.capture ? Buffer.concat(out) : null,
         stderr: opts.capture ? Buffer.concat(err) : null,
       });

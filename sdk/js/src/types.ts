@@ -4,10 +4,13 @@
 /** A: added, D: deleted, M: modified, T: type changed, P: permissions (mode) changed. */
 export type ChangeKind = "A" | "D" | "M" | "T" | "P";
 
-/** One side of a change: what a path was or became. */
+/**
+ * One side of a change: what a path was or became. `type` is file, dir, symlink, char, block,
+ * fifo or socket; `mode` the permission bits as four octal digits ("0644").
+ */
 export interface TreeEntry {
   type: string;
-  mode: string | number;
+  mode: string;
   size: number;
   id?: string;
   target?: string;
@@ -56,14 +59,67 @@ export interface Mount {
   transport?: string;
 }
 
-/** A path a merge could not reconcile (fields follow the merge section of docs/design.md). */
-export type MergeConflict = Record<string, unknown> | string;
+/**
+ * A path a merge could not reconcile. `kind` names the conflict (content, add/add,
+ * modify/delete, ...: docs/design.md, "Merge"); `base`, `ours` and `theirs` are each side's
+ * content id (a symlink's target), null where that side has no such path; `sides` the files
+ * written beside it for the sides that could not stay at `path`.
+ */
+export interface MergeConflict {
+  path: string;
+  kind: string;
+  base: string | null;
+  ours: string | null;
+  theirs: string | null;
+  sides: string[];
+  /** Only from `status` while a merge is under way: whether the path has been resolved. */
+  resolved?: boolean;
+}
 
-/** Uncommitted changes of a Workspace, and merge conflicts if a merge is under way. */
+/** A merge stopped on conflicts and under way in a Workspace (`status`). */
+export interface MergeState {
+  /** What was merged, as it was named. */
+  source: string;
+  /** Its Commit. */
+  theirs: string;
+  /** How many conflicts are still open. */
+  unresolved: number;
+}
+
+/**
+ * Uncommitted changes of a Workspace; while a merge stopped on conflicts is under way, `merging`
+ * describes it and `conflicts` lists them (each with `resolved`).
+ */
 export interface WorkspaceStatus {
-  branch: string | null;
+  branch: string;
   changes: Change[];
   conflicts: MergeConflict[];
+  merging?: MergeState;
+}
+
+/**
+ * What a merge, cherry-pick or revert did (or, with abort, undid). `commit` is the new head (null
+ * when it stopped or had conflicts); `stopped` is true when it stopped in a mounted Workspace for
+ * the conflicts to be resolved there. A merge with conflicts rejects with Conflict carrying this
+ * as `.result`. The result of an abort has only `op`, `branch` and `aborted`.
+ */
+export interface MergeResult {
+  /** "merge", "cherry-pick" or "revert". */
+  op: string;
+  branch: string;
+  /** Where the branch is mounted, when the merge went through its mount. */
+  mountpoint?: string;
+  commit?: string | null;
+  fast_forward?: boolean;
+  up_to_date?: boolean;
+  /** The merge base (null when there is none); `bases` all of them. */
+  base?: string | null;
+  bases?: string[];
+  ours?: string;
+  theirs?: string;
+  stopped?: boolean;
+  conflicts?: MergeConflict[];
+  aborted?: boolean;
 }
 
 /** What `commit` made. */
@@ -114,18 +170,18 @@ export interface GcResult {
   bytes_after: number;
 }
 
-/** One entry of `listDir`. */
+/** One entry of `listDir`: `mode` as four octal digits; `target` a symlink's. */
 export interface DirEntry {
   name: string;
   type: string;
-  mode: string | number;
+  mode: string;
   size: number;
+  target?: string;
 }
 
 /**
- * A progress event of long work: phases `import`, `export`, `verify`, `gc-mark`, `gc-sweep` (and
- * push, fetch, clone, pull once they exist); at most ten a second, and one with `done` when a
- * phase ends. Every field but `phase` may be absent.
+ * A progress event of long work (import, export, verify, gc, push, fetch, pull, clone): at most
+ * ten a second, and one with `done` when a phase ends. Every field but `phase` may be absent.
  */
 export interface Progress {
   phase: string;
@@ -156,17 +212,23 @@ export interface Stats {
 
 export type ProgressCallback = (p: Progress) => void;
 
-/** What `exec` ran. `returncode` is the exit status, or minus the signal number that killed it. */
+/** What `exec` ran, with the fields `layerfs exec --json` prints, and the output when captured. */
 export interface ExecResult {
-  returncode: number;
+  /** The command's exit status; 128 + N when signal N killed it (as a shell reports it). */
+  exit_code: number;
+  /** The name of the signal that killed the command ("KILL"), or null. */
   signal: string | null;
   branch: string;
   mountpoint: string;
-  /** The Commit made with `commit: MESSAGE`. */
+  /** True when exec mounted the branch for the run (and unmounted it after). */
+  mounted: boolean;
+  /** True when REF was a commit and exec forked it into `branch` first. */
+  forked: boolean;
+  /** True when the command ran in the bubblewrap sandbox. */
+  isolated: boolean;
+  /** The Commit made of what the command left (with `commit`). */
   commit: string | null;
   /** Output when `capture` was set. */
   stdout: Buffer | null;
   stderr: Buffer | null;
-  /** True when REF was a commit and exec forked it into `branch` first. */
-  forked: boolean;
 }

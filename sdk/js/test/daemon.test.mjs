@@ -2,14 +2,17 @@
 // CLI; layerfsd is found beside it). Each test has its own Store; its daemon and mounts end with it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, unlinkSync,
+  writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes, createHash } from "node:crypto";
+import { fileURLToPath } from "node:url";
 
 import * as layerfs from "../dist/index.js";
 import { Store } from "../dist/index.js";
+import { ARGS, REQUIRED } from "./fake-server.mjs";
 
 const ID = /^[0-9a-f]{32}$/;
 const LAYERFS = process.env.LAYERFS;
@@ -93,6 +96,11 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   unlinkSync(join(mp, "src", "a.bin"));
   const c2 = await s.commit(mp, "edit");
   const changes = Object.fromEntries((await s.diff(c1, c2)).map((c) => [c.path, c]));
+  // A...B: from the merge base of A and B to B.
+  assert.deepEqual((await s.diff(`${main.commit}...${c2}`)).map((c) => c.path),
+    (await s.diff(main.commit, c2)).map((c) => c.path));
+  assert.deepEqual(await s.diff(`${c2}...${c1}`), []);
+  await assert.rejects(s.diff(`${c1}...${c2}`, c2), layerfs.InvalidArgument);
   assert.equal(changes["notes.txt"].change, "M");
   assert.equal(changes["src/a.bin"].change, "D");
   assert.equal(changes["src/a.bin"].before.size, payload.length);
@@ -111,7 +119,19 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   assert.equal((await s.readFile(mp, "shell.txt", { offset: 11, length: 5 })).toString(), "by th");
   const names = Object.fromEntries((await s.listDir("try")).map((e) => [e.name, e]));
   assert.equal(names["shell.txt"].size, 20);
-  assert.ok(names.src);
+  assert.equal(names["shell.txt"].mode, "0644");
+  assert.deepEqual([names.src.type, names.src.mode], ["dir", "0755"]);
+  // Permission bits: a number or octal digits, as the protocol's string.
+  await s.writeFile("try", "bin/run.sh", "#!/bin/sh\n", { mode: 0o755 });
+  assert.equal(statSync(join(mp, "bin", "run.sh")).mode & 0o7777, 0o755);
+  await s.writeFile("try", "bin/secret", "s", { mode: "0600" });
+  assert.equal(statSync(join(mp, "bin", "secret")).mode & 0o7777, 0o600);
+  assert.deepEqual((await s.listDir("try", "bin")).map((e) => [e.name, e.mode]), [["run.sh", "0755"], ["secret", "0600"]]);
+  await assert.rejects(s.writeFile("try", "bin/x", "", { mode: "rwx" }), layerfs.InvalidArgument);
+  symlinkSync("notes.txt", join(mp, "link"));
+  assert.equal((await s.listDir("try")).find((e) => e.name === "link").target, "notes.txt");
+  unlinkSync(join(mp, "link"));
+  await s.removePath("try", "bin", { recursive: true });
   await s.removePath("try", "shell.txt");
   assert.equal(existsSync(join(mp, "shell.txt")), false);
   await s.removePath("try", "src", { recursive: true });
@@ -163,11 +183,83 @@ test("errors carry codes", () => withRoot(async (root, storePath) => {
   await s.umount(mp);
   assert.deepEqual((await s.branches()).map((b) => b.name), ["b", "main"]);
   s.close();
-  await assert.rejects(Store.init(storePath), layerfs.Exists);
+  // init's failures come by code from `layerfs init --json`.
+  await assert.rejects(Store.init(storePath), (e) => e instanceof layerfs.Exists && e.errno === 17 &&
+    e.detail.includes(storePath));
   await assert.rejects(Store.init(join(root, "other"), { policy: "1/2" }), layerfs.InvalidArgument);
   await assert.rejects(Store.init(join(root, "no", "such", "parent")), layerfs.NotFound);
+  await assert.rejects(Store.init(join(root, "other"), { fromDir: join(root, "no-such-tree") }), layerfs.NotFound);
   assert.equal(existsSync(join(root, "other")), false);
 }));
+
+test("a Store held by another process is Busy", () => withRoot(async (root, storePath) => {
+  // The daemon cannot start while another process holds the Store's database lock (as RocksDB
+  // takes it: an fcntl lock on db/LOCK); layerfsd --json says EBUSY, and so does the SDK.
+  execFileSync(LAYERFS, ["init", storePath]);
+  const holder = spawn("python3", ["-c", "import fcntl, sys; f = open(sys.argv[1], 'r+'); " +
+    "fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); print('held', flush=True); sys.stdin.read()",
+  join(storePath, "db", "LOCK")], { stdio: ["pipe", "pipe", "inherit"] });
+  try {
+    await new Promise((resolve, reject) => {
+      holder.stdout.once("data", (d) => (d.toString() === "held\n" ? resolve() : reject(new Error(d.toString()))));
+      holder.once("exit", (code) => reject(new Error(`lock holder exited ${code}`)));
+    });
+    await assert.rejects(Store.open(storePath), (e) => e instanceof layerfs.Busy && e.code === "EBUSY" &&
+      e.errno === 16 && e.detail.startsWith(`cannot start layerfsd for ${storePath}: `));
+  } finally {
+    holder.stdin.end();
+    await new Promise((r) => (holder.exitCode !== null ? r() : holder.once("exit", r)));
+  }
+  const s = await Store.open(storePath);
+  assert.equal((await s.branches())[0].name, "main");
+  s.close();
+}));
+
+// Every verb the daemon serves has its method (the protocol's name on the left).
+const METHODS = {
+  branches: "branches", fork: "fork", branch_delete: "branchDelete", log: "log", show: "show", diff: "diff", cat: "cat",
+  export: "export", import: "importDir", mount: "mount", umount: "umount", mounts: "mounts", commit: "commit",
+  status: "status", reset: "reset", stats: "stats", verify: "verify", gc: "gc", read_file: "readFile",
+  write_file: "writeFile", list_dir: "listDir", remove_path: "removePath", merge: "merge", cherry_pick: "cherryPick",
+  revert: "revert",
+};
+
+// The daemon's verbs with their argument types, from the verb table itself: `layerfs mcp`
+// publishes every protocol verb as a tool whose input schema is made from its argument specs.
+function protocolVerbs(store) {
+  const msgs = [
+    { jsonrpc: "2.0", id: 1, method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } },
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+    { jsonrpc: "2.0", id: 2, method: "tools/list" },
+  ];
+  const out = execFileSync(LAYERFS, ["--store", store, "mcp"], { input: msgs.map((m) => JSON.stringify(m) + "\n").join("") });
+  const lines = out.toString().trim().split("\n");
+  const tools = JSON.parse(lines[lines.length - 1]).result.tools;
+  return Object.fromEntries(tools.map((t) => [t.name, {
+    args: Object.fromEntries(Object.entries(t.inputSchema.properties).map(([k, v]) => [k, v.type])),
+    required: [...(t.inputSchema.required ?? [])].sort(),
+  }]));
+}
+
+test("every verb of the daemon is covered, documented, and the fake speaks its arguments", () =>
+  withRoot(async (root, storePath) => {
+    execFileSync(LAYERFS, ["init", storePath]);
+    const verbs = protocolVerbs(storePath);
+    assert.deepEqual(Object.keys(verbs).sort(), Object.keys(METHODS).sort(),
+      "the daemon serves verbs the SDK does not cover (or the reverse)");
+    // Each method is a function with a doc comment in the shipped declarations.
+    const dts = readFileSync(fileURLToPath(new URL("../dist/store.d.ts", import.meta.url)), "utf8");
+    for (const m of [...Object.values(METHODS), "exec", "mergeContinue", "mergeAbort", "request", "close"]) {
+      assert.equal(typeof Store.prototype[m], "function", m);
+      assert.match(dts, new RegExp(`\\*/\\s*(static\\s+)?${m}\\(`), `Store.${m} has no doc comment in store.d.ts`);
+    }
+    const types = { string: "string", integer: "number", boolean: "boolean", array: "array" };
+    for (const [verb, spec] of Object.entries(verbs)) {
+      assert.deepEqual(ARGS[verb], Object.fromEntries(Object.entries(spec.args).map(([k, t]) => [k, types[t]])), verb);
+      assert.deepEqual([...(REQUIRED[verb] ?? [])].sort(), spec.required, verb);
+    }
+  }));
 
 test("auto-start, and the daemon's idle exit", () => withRoot(async (root, storePath) => {
   execFileSync(LAYERFS, ["init", storePath]);
@@ -187,29 +279,130 @@ test("auto-start, and the daemon's idle exit", () => withRoot(async (root, store
   s2.close();
 }));
 
-test("exec: exit status, output, stdin, commit, fork of a commit", () => withRoot(async (root, storePath) => {
+test("exec: exit status, signals, output, stdin, commit, fork of a commit", () => withRoot(async (root, storePath) => {
   const s = await Store.init(storePath);
   await s.fork("work");
-  const r = await s.exec("work", "echo built > out.txt; echo to-stdout; exit 3", { commit: "exec run", capture: true });
-  assert.equal(r.returncode, 3);
-  assert.equal(r.stdout.toString(), "to-stdout\n");
-  assert.equal(r.forked, false);
+  const r = await s.exec("work", "echo built > out.txt; echo to-stdout; echo to-stderr >&2; exit 3",
+    { commit: "exec run", capture: true });
+  assert.deepEqual([r.exit_code, r.signal, r.stdout.toString(), r.stderr.toString()],
+    [3, null, "to-stdout\n", "to-stderr\n"]);
+  assert.deepEqual([r.branch, r.mounted, r.forked, r.isolated], ["work", true, false, false]);
   assert.match(r.commit, ID);
   assert.equal((await s.cat(r.commit, "out.txt")).toString(), "built\n");
+  assert.equal((await s.show(r.commit)).message, "exec run");
   assert.deepEqual(await s.mounts(), []);
   assert.equal(existsSync(r.mountpoint), false);
-  const r2 = await s.exec("work", ["sh", "-c", "cat > in.txt; pwd"], { input: "fed", capture: true });
+  const r2 = await s.exec("work", ["sh", "-c", "cat > in.txt; pwd; echo $PWD"], { input: "fed", capture: true });
   assert.equal(r2.commit, null);
-  assert.equal(r2.stdout.toString().trim(), r2.mountpoint);
+  assert.deepEqual(r2.stdout.toString().split("\n").slice(0, 2), [r2.mountpoint, r2.mountpoint]);
   assert.equal((await s.readFile("work", "in.txt")).toString(), "fed");
-  const r3 = await s.exec("work", "kill -TERM $$", { capture: true });
-  assert.equal(r3.signal, "SIGTERM");
-  assert.equal(r3.returncode, -15);
+  const r2b = await s.exec("work", ["touch", "t"], { commit: true });
+  assert.equal((await s.show(r2b.commit)).message, "exec: touch t");
+  // A signal: 128 + N and its name; what the command left is still committed.
+  const r3 = await s.exec("work", "echo partial > p.txt; kill -TERM $$", { commit: true });
+  assert.deepEqual([r3.exit_code, r3.signal], [143, "TERM"]);
+  assert.equal((await s.cat(r3.commit, "p.txt")).toString(), "partial\n");
+  const r3b = await s.exec("work", ["sleep", "30"], { timeout: 500 });
+  assert.deepEqual([r3b.exit_code, r3b.signal], [137, "KILL"]);
+  // A commit id forks first, into exec-ID12, then exec-ID12-2.
   const r4 = await s.exec(r.commit, "test -f out.txt && echo x > y", { commit: "on a fork" });
-  assert.equal(r4.forked, true);
-  assert.equal(r4.returncode, 0);
+  assert.deepEqual([r4.forked, r4.branch, r4.exit_code], [true, `exec-${r.commit.slice(0, 12)}`, 0]);
   assert.deepEqual((await s.log(r4.branch, { maxCount: 1 }))[0].parents, [r.commit]);
+  const r4b = await s.exec(r.commit.slice(0, 10), "true");
+  assert.equal(r4b.branch, `exec-${r.commit.slice(0, 12)}-2`);
+  // A mounted branch runs in its mount and stays mounted; another mountpoint is Busy.
+  const mp = join(root, "mp");
+  mkdirSync(mp);
+  await s.mount("work", mp);
+  const r5 = await s.exec("work", "touch here");
+  assert.deepEqual([r5.mountpoint, r5.mounted], [mp, false]);
+  assert.ok(existsSync(join(mp, "here")) && isMounted(mp));
+  await assert.rejects(s.exec("work", "true", { mountpoint: join(root, "elsewhere") }), layerfs.Busy);
+  await s.umount(mp);
+  const there = join(root, "given", "mp");
+  const r6 = await s.exec("work", "pwd", { mountpoint: there, capture: true });
+  assert.deepEqual([r6.mountpoint, r6.stdout.toString(), existsSync(there)], [there, `${there}\n`, false]);
   await assert.rejects(s.exec("nosuch", "true"), layerfs.NotFound);
+  await assert.rejects(s.exec("work", ["/no/such/program"]), layerfs.NotFound);
+  await assert.rejects(s.exec("work", "true", { noNetwork: true }), layerfs.InvalidArgument);
+  assert.deepEqual(await s.mounts(), []);
+  s.close();
+}));
+
+test("exec isolated: the Workspace at /workspace is the only writable place (tried)", () =>
+  withRoot(async (root, storePath) => {
+    const outside = join(root, "outside");
+    mkdirSync(outside);
+    const s = await Store.init(storePath);
+    await s.fork("iso");
+    const r = await s.exec("iso", "pwd; echo inside > made.txt", { isolate: true, commit: true, capture: true });
+    assert.deepEqual([r.isolated, r.exit_code, r.stdout.toString()], [true, 0, "/workspace\n"]);
+    assert.equal((await s.cat(r.commit, "made.txt")).toString(), "inside\n");
+    for (const target of ["/etc/layerfs-escape", "/root/layerfs-escape", "/var/tmp/layerfs-escape",
+      join(outside, "escape"), join(storePath, "escape")]) {
+      const p = await s.exec("iso", `echo x > '${target}'`, { isolate: true, capture: true });
+      assert.notEqual(p.exit_code, 0, `wrote ${target} from the sandbox`);
+      assert.equal(existsSync(target), false);
+    }
+    const hidden = await s.exec("iso", `ls -A '${storePath}' | wc -l`, { isolate: true, capture: true });
+    assert.equal(hidden.stdout.toString(), "0\n");
+    const net = await s.exec("iso", "ls /sys/class/net", { isolate: true, noNetwork: true, capture: true });
+    assert.equal(net.stdout.toString(), "lo\n");
+    s.close();
+  }));
+
+test("merge, cherry-pick and revert on real mounts", () => withRoot(async (root, storePath) => {
+  const s = await Store.init(storePath);
+  await s.fork("x");
+  await s.fork("y");
+  await s.writeFile("y", "f.txt", "from y\n");
+  const y1 = await s.commit("y", "y1");
+  const ff = await s.merge("y", { into: "x", ffOnly: true });
+  assert.deepEqual([ff.op, ff.fast_forward, ff.commit, ff.branch], ["merge", true, y1, "x"]);
+  await s.writeFile("x", "f.txt", "from x\n");
+  const x2 = await s.commit("x", "x2");
+  await s.writeFile("y", "f.txt", "from y again\n");
+  await s.writeFile("y", "other.txt", "y only\n");
+  const y2 = await s.commit("y", "y2");
+  await assert.rejects(s.merge("y", { into: "x", ffOnly: true }), layerfs.NotFastForward);
+  await assert.rejects(s.merge("y", { into: "x" }), (e) => {
+    assert.ok(e instanceof layerfs.Conflict);
+    assert.deepEqual([e.result.commit, e.result.stopped, e.result.ours, e.result.theirs, e.result.base],
+      [null, false, x2, y2, y1]);
+    assert.deepEqual(e.result.conflicts.map((c) => [c.path, c.kind]), [["f.txt", "content"]]);
+    return true;
+  });
+  const mp = join(root, "mx");
+  mkdirSync(mp);
+  await s.mount("x", mp);
+  await assert.rejects(s.merge("y", { into: mp }), (e) => e.result.stopped === true && e.result.mountpoint === mp);
+  assert.equal(readFileSync(join(mp, "other.txt"), "utf8"), "y only\n");
+  const st = await s.status(mp);
+  assert.deepEqual([st.merging.source, st.merging.theirs, st.merging.unresolved], ["y", y2, 1]);
+  assert.deepEqual(st.conflicts.map((c) => [c.path, c.resolved]), [["f.txt", false]]);
+  const ab = await s.mergeAbort({ into: mp });
+  assert.deepEqual([ab.aborted, ab.branch, ab.op], [true, "x", "merge"]);
+  assert.equal(readFileSync(join(mp, "f.txt"), "utf8"), "from x\n");
+  assert.equal(existsSync(join(mp, "other.txt")), false);
+  await assert.rejects(s.merge("y", { into: "x" }), layerfs.Conflict);
+  writeFileSync(join(mp, "f.txt"), "both\n");
+  const done = await s.mergeContinue({ into: mp, message: "merged by hand" });
+  const head = (await s.log("x", { maxCount: 1 }))[0];
+  assert.deepEqual([head.id, head.parents, head.message], [done.commit, [x2, y2], "merged by hand"]);
+  assert.equal((await s.cat(done.commit, "f.txt")).toString(), "both\n");
+  await s.umount(mp);
+  await s.fork("z", x2);
+  const t = await s.merge("y", { into: "z", strategyOption: "theirs" });
+  assert.equal((await s.cat(t.commit, "f.txt")).toString(), "from y again\n");
+  await s.fork("p", x2);
+  await s.writeFile("y", "new.txt", "picked\n");
+  const y3 = await s.commit("y", "y3");
+  const pk = await s.cherryPick(y3, { into: "p" });
+  assert.equal(pk.op, "cherry-pick");
+  assert.equal((await s.cat(pk.commit, "new.txt")).toString(), "picked\n");
+  const rv = await s.revert(pk.commit, { into: "p" });
+  assert.equal(rv.op, "revert");
+  assert.ok(!(await s.diff(x2, rv.commit)).some((c) => c.path === "new.txt"));
   s.close();
 }));
 

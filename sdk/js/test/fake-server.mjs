@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const S = "string", N = "number", B = "boolean", L = "array";
-const ARGS = {
+export const ARGS = {
   branches: {}, mounts: {}, stats: {}, gc: {},
   fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N },
   show: { commit: S }, diff: { a: S, b: S }, cat: { commit: S, path: S, offset: N, length: N },
@@ -28,15 +28,26 @@ const ARGS = {
   commit: { target: S, message: S }, status: { target: S }, reset: { target: S, hard: S },
   verify: { commits: L },
   read_file: { target: S, path: S, offset: N, length: N },
-  write_file: { target: S, path: S, content_base64: S, mode: N, append: B },
+  write_file: { target: S, path: S, content_base64: S, content: S, mode: S, append: B },
   list_dir: { target: S, path: S }, remove_path: { target: S, path: S, recursive: B },
+  merge: { source: S, into: S, message: S, ff_only: B, no_ff: B, strategy: S, strategy_option: S, continue: B,
+    abort: B },
+  cherry_pick: { commit: S, into: S, strategy_option: S, continue: B, abort: B },
+  revert: { commit: S, into: S, strategy_option: S, continue: B, abort: B },
+};
+export const REQUIRED = {
+  fork: ["name"], branch_delete: ["name"], show: ["commit"], diff: ["a"], cat: ["commit", "path"],
+  export: ["commit", "dir"], import: ["dir"], mount: ["ref", "mountpoint"], umount: ["mountpoint"],
+  commit: ["message"], read_file: ["target", "path"], write_file: ["target", "path"], list_dir: ["target"],
+  remove_path: ["target", "path"],
 };
 const ERRNO = { ENOENT: 2, EEXIST: 17, EBUSY: 16, EINVAL: 22, EIO: 5 };
 
 class Fail extends Error {
-  constructor(code, message) {
+  constructor(code, message, result) {
     super(message);
     this.code = code;
+    this.result = result;
   }
 }
 
@@ -49,6 +60,7 @@ class Model {
     this.branches = new Map();
     this.work = new Map();
     this.mounts = new Map(); // mountpoint -> branch
+    this.merging = new Map(); // branch -> the Commit a stopped merge brings in
     this.seq = 0;
     const root = this.makeCommit([], "init", new Map());
     this.branches.set("main", root);
@@ -59,7 +71,8 @@ class Model {
     this.seq++;
     const id = md5(`${this.seq}:${message}`);
     this.commits.set(id, { id, parents, root: md5(`tree${this.seq}`), message, time: 1700000000 + this.seq,
-      time_nsec: 5, logical_bytes: [...tree.values()].reduce((a, b) => a + b.length, 0), files: tree.size });
+      time_nsec: 5, logical_bytes: [...tree.values()].reduce((a, b) => a + b.length, 0), files: tree.size,
+      from_a_newer_daemon: { clients: "ignore it" } });
     this.trees.set(id, new Map(tree));
     return id;
   }
@@ -174,11 +187,6 @@ export class FakeDaemon {
       return false;
     }
     const args = req.args ?? {};
-    if (req.verb === "conflict") {
-      this.send(sock, { id, ok: false, result: { conflicts: [{ path: "a", kind: "content" }] },
-        error: { code: "CONFLICT", errno: 0, message: "merge stopped on 1 conflict(s)" } });
-      return true;
-    }
     try {
       const spec = ARGS[req.verb];
       if (!spec && req.verb !== "boom") throw new Fail("EINVAL", `unknown verb '${req.verb}'`);
@@ -186,14 +194,19 @@ export class FakeDaemon {
         const want = spec?.[k];
         if (!want) throw new Fail("EINVAL", `${req.verb}: unknown argument '${k}'`);
         const got = Array.isArray(v) ? L : typeof v;
-        if (got !== want && !(k === "mode" && got === S)) {
+        if (got !== want || (want === N && !Number.isInteger(v))) {
           throw new Fail("EINVAL", `${req.verb}: argument '${k}' has the wrong type`);
         }
+      }
+      for (const k of REQUIRED[req.verb] ?? []) {
+        if (!(k in args)) throw new Fail("EINVAL", `${req.verb}: missing argument '${k}'`);
       }
       this.send(sock, { id, ok: true, result: this.verb(sock, id, req.verb, args) });
     } catch (e) {
       if (!(e instanceof Fail)) throw e;
-      this.send(sock, { id, ok: false, error: { code: e.code, errno: ERRNO[e.code] ?? 0, message: e.message } });
+      const error = { code: e.code, errno: ERRNO[e.code] ?? 0, message: e.message };
+      if (e.result !== undefined) error.result = e.result;
+      this.send(sock, { id, ok: false, error });
     }
     return true;
   }
@@ -294,7 +307,13 @@ export class FakeDaemon {
       }
       case "status": {
         const br = m.branchOf(a.target);
-        return { branch: br, changes: m.changes(m.trees.get(m.branches.get(br)), m.work.get(br)), conflicts: [] };
+        const st = { branch: br, changes: m.changes(m.trees.get(m.branches.get(br)), m.work.get(br)), conflicts: [] };
+        if (m.merging.has(br)) {
+          st.conflicts = [{ path: "f", kind: "content", base: null, ours: "1".repeat(32), theirs: "2".repeat(32),
+            sides: [], resolved: false }];
+          st.merging = { source: "y", theirs: m.merging.get(br), unresolved: 1 };
+        }
+        return st;
       }
       case "reset": {
         const br = m.branchOf(a.target);
@@ -314,7 +333,13 @@ export class FakeDaemon {
       }
       case "write_file": {
         const w = m.work.get(m.branchOf(a.target));
-        const d = Buffer.from(a.content_base64, "base64");
+        if (("content" in a) === ("content_base64" in a)) {
+          throw new Fail("EINVAL", "write_file: give exactly one of content and content_base64");
+        }
+        if (a.mode !== undefined && !(/^[0-7]+$/.test(a.mode) && parseInt(a.mode, 8) <= 0o7777)) {
+          throw new Fail("EINVAL", `write_file: mode '${a.mode}' is not octal permission bits`);
+        }
+        const d = "content" in a ? Buffer.from(a.content, "utf8") : Buffer.from(a.content_base64, "base64");
         w.set(a.path, a.append ? Buffer.concat([w.get(a.path) ?? Buffer.alloc(0), d]) : d);
         return { path: a.path, size: w.get(a.path).length };
       }
@@ -326,9 +351,54 @@ export class FakeDaemon {
         if (!w.delete(a.path)) throw new Fail("ENOENT", `no such file '${a.path}'`);
         return { path: a.path };
       }
+      case "merge": case "cherry_pick": case "revert":
+        return this.merge(verb, a);
       default:
         throw new Fail("EIO", "boom");
     }
+  }
+
+  // Merges as far as the SDK's side needs: a fast-forward, a clean merge Commit, or a conflict on
+  // every path both sides changed (stopped when the branch is mounted).
+  merge(verb, a) {
+    const m = this.model;
+    const op = verb.replace("_", "-");
+    const into = m.branchOf(a.into);
+    const mp = [...m.mounts].find(([, b]) => b === into)?.[0];
+    const mpField = mp ? { mountpoint: mp } : {};
+    const union = (x, y) => new Map([...m.trees.get(x), ...m.trees.get(y)]);
+    if (a.abort || a.continue) {
+      if (!m.merging.has(into)) throw new Fail("ENOENT", `no merge in progress in ${into}`);
+      const theirs = m.merging.get(into);
+      m.merging.delete(into);
+      if (a.abort) return { op, branch: into, aborted: true };
+      const ours = m.branches.get(into);
+      const c = m.makeCommit([ours, theirs], a.message ?? "merge", union(ours, theirs));
+      m.branches.set(into, c);
+      return { op, branch: into, ...mpField, commit: c, fast_forward: false, up_to_date: false, base: null, bases: [],
+        ours, theirs, stopped: false, conflicts: [] };
+    }
+    const theirs = m.resolve(verb === "merge" ? a.source : a.commit);
+    const ours = m.branches.get(into);
+    const out = { op, branch: into, ...mpField, commit: null, fast_forward: false, up_to_date: false, base: ours,
+      bases: [ours], ours, theirs, stopped: false, conflicts: [], from_a_newer_daemon: 1 };
+    if (m.commits.get(theirs).parents[0] === ours && !a.no_ff) {
+      m.branches.set(into, theirs);
+      return { ...out, commit: theirs, fast_forward: true };
+    }
+    if (a.ff_only) throw new Fail("NOT_FAST_FORWARD", `${into} cannot fast-forward to ${a.source}`);
+    const t = m.trees.get(theirs), o = m.trees.get(ours);
+    const both = [...t.keys()].filter((p) => o.has(p) && !o.get(p).equals(t.get(p))).sort();
+    if (both.length && !["ours", "theirs"].includes(a.strategy_option)) {
+      const conflicts = both.map((p) => ({ path: p, kind: "content", base: null, ours: md5(o.get(p)),
+        theirs: md5(t.get(p)), sides: [] }));
+      if (mp) m.merging.set(into, theirs);
+      throw new Fail("CONFLICT", `${op} into ${into} has ${both.length} conflict(s)`,
+        { ...out, stopped: Boolean(mp), conflicts });
+    }
+    const c = m.makeCommit([ours, theirs], a.message ?? "merge", union(ours, theirs));
+    m.branches.set(into, c);
+    return { ...out, commit: c };
   }
 }
 
@@ -342,7 +412,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     writeFileSync(join(store, "layerfsd.pid"), `${process.pid}\n`);
     setTimeout(() => d.stop().then(() => process.exit(0)), idle * 1000);
   } else {
-    appendFileSync(join(store, "fake-starts"), `--idle ${idle}\n`);
+    appendFileSync(join(store, "fake-starts"), process.argv.slice(2).filter((a) => a !== store).join(" ") + "\n");
     const child = spawn(process.execPath, [fileURLToPath(import.meta.url), "--serve", ...process.argv.slice(2)],
       { detached: true, stdio: "ignore" });
     child.unref();

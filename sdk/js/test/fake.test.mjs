@@ -2,7 +2,7 @@
 // how results, errors, events and lost connections come back, and auto-start.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +13,36 @@ import { Store } from "../dist/index.js";
 import { FakeDaemon } from "./fake-server.mjs";
 
 const HERE = fileURLToPath(new URL(".", import.meta.url));
+
+function script(path, body) {
+  writeFileSync(path, "#!/bin/sh\n" + body);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+function withEnv(vars, fn) {
+  const saved = {};
+  for (const [k, v] of Object.entries(vars)) {
+    saved[k] = process.env[k];
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  const restore = () => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  try {
+    const r = fn();
+    if (r instanceof Promise) return r.finally(restore);
+    restore();
+    return r;
+  } catch (e) {
+    restore();
+    throw e;
+  }
+}
 
 function storeDir() {
   const root = mkdtempSync(join(tmpdir(), "layerfs-js-fake-"));
@@ -70,7 +100,17 @@ test("requests carry the documented names; results come back typed", () => withF
   assert.equal("append" in req.args, false);
   assert.equal(await s.writeFile("try", "a.txt", Buffer.from("more"), { append: true, mode: 0o600 }), 10);
   assert.equal(last(fake).args.append, true);
-  assert.equal(last(fake).args.mode, 0o600);
+  // The protocol takes permission bits as octal digits in a string.
+  assert.equal(last(fake).args.mode, "0600");
+  await s.writeFile("try", "x.sh", "#!/bin/sh\n", { mode: "0755" });
+  assert.equal(last(fake).args.mode, "0755");
+  const sent = fake.requests.length;
+  for (const bad of [0o17777, -1, 1.5]) {
+    await assert.rejects(s.writeFile("try", "x.sh", "", { mode: bad }), layerfs.InvalidArgument);
+  }
+  assert.equal(fake.requests.length, sent); // refused before anything was sent
+  await assert.rejects(s.writeFile("try", "x.sh", "", { mode: "9" }), layerfs.InvalidArgument); // the daemon's check
+  await s.removePath("try", "x.sh");
   assert.equal((await s.readFile("try", "a.txt")).toString(), "hello\nmore");
   assert.equal((await s.readFile("try", "a.txt", { offset: 6, length: 2 })).toString(), "mo");
   assert.deepEqual(last(fake).args, { target: "try", path: "a.txt", offset: 6, length: 2 });
@@ -147,8 +187,6 @@ test("errors reject with the class and code of the daemon's error", () => withFa
   await assert.rejects(s.branchDelete("x"), (e) => e instanceof layerfs.Busy && e.code === "EBUSY" && e.errno === 16);
   await assert.rejects(s.request("log", { nonsense: 1 }), (e) => e instanceof layerfs.InvalidArgument);
   await assert.rejects(s.request("boom"), layerfs.IOFailure);
-  await assert.rejects(s.request("conflict"), (e) => e instanceof layerfs.Conflict &&
-    e.result.conflicts[0].path === "a");
   assert.deepEqual((await s.branches()).map((b) => b.name), ["main", "x"]);
   s.close();
 }));
@@ -252,16 +290,28 @@ test("a client that finds no daemon starts one with --idle", async () => {
     const s = await Store.open(store, { idle: 5 });
     assert.equal((await s.branches())[0].name, "main");
     s.close();
-    assert.equal(readFileSync(join(store, "fake-starts"), "utf8"), "--idle 5\n");
+    assert.equal(readFileSync(join(store, "fake-starts"), "utf8"), "--store --json --idle 5\n");
     const s2 = await Store.open(store);
     await s2.fork("again");
     s2.close();
-    assert.equal(readFileSync(join(store, "fake-starts"), "utf8"), "--idle 5\n");
+    assert.equal(readFileSync(join(store, "fake-starts"), "utf8"), "--store --json --idle 5\n");
 
-    writeFileSync(exe, "#!/bin/sh\necho 'layerfsd: store is damaged: bad table' >&2\nexit 1\n");
+    // layerfsd --json reports why on its last stderr line; the code is taken from there alone.
     const other = storeDir();
-    await assert.rejects(Store.open(other.store), (e) => e instanceof layerfs.LayerFSError &&
-      e.detail === `cannot start layerfsd for ${other.store}: store is damaged: bad table`);
+    for (const [code, cls, num] of [["EBUSY", layerfs.Busy, 16], ["EIO", layerfs.IOFailure, 5],
+      ["ENOENT", layerfs.NotFound, 2], ["EWHATEVER", layerfs.LayerFSError, 99]]) {
+      script(exe, 'echo "$@" > "$0.args"\necho "some log line" >&2\n' +
+        `echo '{"error": {"code": "${code}", "errno": ${num}, "message": "the store is in use: lock held"}}' >&2\n` +
+        "exit 1\n");
+      await assert.rejects(Store.open(other.store), (e) => e.constructor === cls && e.code === code &&
+        e.errno === num && e.detail === `cannot start layerfsd for ${other.store}: the store is in use: lock held`);
+      assert.deepEqual(readFileSync(exe + ".args", "utf8").trim().split(" "),
+        ["--store", other.store, "--json", "--idle", "60"]);
+    }
+    // Words without the error object give no code but EIO, whatever they say.
+    script(exe, "echo 'layerfsd: store is in use (lock)' >&2\nexit 1\n");
+    await assert.rejects(Store.open(other.store), (e) => e.constructor === layerfs.IOFailure &&
+      e.detail.endsWith(": layerfsd: store is in use (lock)"));
     rmSync(other.root, { recursive: true, force: true });
   } finally {
     if (saved === undefined) delete process.env.LAYERFSD;
@@ -274,3 +324,129 @@ test("a client that finds no daemon starts one with --idle", async () => {
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("init runs `layerfs init --json` and rejects with its codes", async () => {
+  const root = mkdtempSync(join(tmpdir(), "layerfs-js-init-"));
+  try {
+    for (const [code, cls] of [["EEXIST", layerfs.Exists], ["EINVAL", layerfs.InvalidArgument],
+      ["ENOENT", layerfs.NotFound], ["EACCES", layerfs.PermissionDenied]]) {
+      const exe = script(join(root, `layerfs-${code}`), 'printf "%s\\n" "$@" > "$0.args"\n' +
+        `echo '{"error": {"code": "${code}", "errno": 1, "message": "m"}}' >&2\nexit 1\n`);
+      await withEnv({ LAYERFS: exe }, () => assert.rejects(
+        Store.init(join(root, "s"), { policy: "8/4/4", fromDir: "tree", message: "first" }),
+        (e) => e.constructor === cls && e.code === code && e.detail === "m"));
+      assert.deepEqual(readFileSync(exe + ".args", "utf8").trim().split("\n"),
+        ["init", join(root, "s"), "--policy", "8/4/4", "--from", resolve("tree"), "-m", "first", "--json"]);
+    }
+    // A usage error (exit 2, text) is InvalidArgument; other text is EIO.
+    await withEnv({ LAYERFS: script(join(root, "usage"), "echo 'layerfs: --policy: 1 required' >&2\nexit 2\n") },
+      () => assert.rejects(Store.init(join(root, "u")), (e) => e.constructor === layerfs.InvalidArgument &&
+        e.detail === "--policy: 1 required"));
+    await withEnv({ LAYERFS: script(join(root, "crash"), "echo 'Segfault: already exists' >&2\nexit 139\n") },
+      () => assert.rejects(Store.init(join(root, "u")), layerfs.IOFailure));
+    await withEnv({ LAYERFS: join(root, "missing") }, () => assert.rejects(Store.init(join(root, "u")), layerfs.NotFound));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("the programs are found as docs/protocol.md says", async () => {
+  const { findLayerfs, findLayerfsd } = await import("../dist/connection.js");
+  const root = mkdtempSync(join(tmpdir(), "layerfs-js-find-"));
+  try {
+    const real = join(root, "opt", "bin");
+    const onPath = join(root, "path");
+    mkdirSync(real, { recursive: true });
+    mkdirSync(onPath);
+    script(join(real, "layerfs"), "");
+    script(join(real, "layerfsd"), "");
+    symlinkSync(join(real, "layerfs"), join(onPath, "layerfs"));
+    script(join(onPath, "layerfsd"), "");
+    withEnv({ LAYERFS: undefined, LAYERFSD: undefined, PATH: onPath }, () => {
+      assert.equal(findLayerfs(), join(onPath, "layerfs"));
+      assert.equal(findLayerfsd(), join(real, "layerfsd")); // beside layerfs, the link resolved
+      rmSync(join(real, "layerfsd"));
+      assert.equal(findLayerfsd(), join(onPath, "layerfsd"));
+    });
+    withEnv({ LAYERFS: join(real, "layerfs"), LAYERFSD: "/x/layerfsd", PATH: onPath }, () => {
+      assert.equal(findLayerfs(), join(real, "layerfs"));
+      assert.equal(findLayerfsd(), "/x/layerfsd");
+    });
+    withEnv({ LAYERFS: undefined, LAYERFSD: undefined, PATH: join(root, "empty") }, () => {
+      assert.throws(() => findLayerfs(), layerfs.NotFound);
+      assert.throws(() => findLayerfsd(), layerfs.NotFound);
+    });
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("merge, cherry-pick, revert, continue and abort; conflicts carry their result", () =>
+  withFake(async (fake, store) => {
+    const s = await Store.open(store);
+    await s.fork("x");
+    await s.fork("y");
+    await s.writeFile("y", "f", "y\n");
+    const y1 = await s.commit("y", "y1");
+    const ff = await s.merge("y", { into: "x" });
+    assert.deepEqual(last(fake).args, { source: "y", into: "x" });
+    assert.equal(ff.op, "merge");
+    assert.equal(ff.fast_forward, true);
+    assert.equal(ff.commit, y1);
+    await s.writeFile("x", "f", "x\n");
+    await s.commit("x", "x2");
+    await s.writeFile("y", "f", "y2\n");
+    await s.commit("y", "y2");
+    await assert.rejects(s.merge("y", { into: "x", ffOnly: true }), layerfs.NotFastForward);
+    assert.deepEqual(last(fake).args, { source: "y", into: "x", ff_only: true });
+    await assert.rejects(s.merge("y", { into: "x", message: "m", noFf: true, strategy: "ort" }), (e) => {
+      assert.ok(e instanceof layerfs.Conflict);
+      assert.equal(e.result.commit, null);
+      assert.equal(e.result.stopped, false);
+      assert.deepEqual(e.result.conflicts.map((c) => [c.path, c.kind, c.sides]), [["f", "content", []]]);
+      return true;
+    });
+    assert.deepEqual(last(fake).args, { source: "y", into: "x", message: "m", no_ff: true, strategy: "ort" });
+    const ok = await s.merge("y", { into: "x", strategyOption: "theirs" });
+    assert.ok(ok.commit && ok.bases.length === 1);
+    // Mounted: the merge stops; status shows it; abort, continue.
+    await s.fork("z", "x~1");
+    await s.writeFile("z", "f", "z\n");
+    await s.commit("z", "z");
+    await s.mount("z", "/mz");
+    await assert.rejects(s.merge("y", { into: "/mz" }), (e) => e.result.stopped === true && e.result.mountpoint === "/mz");
+    const st = await s.status("z");
+    assert.equal(st.merging.source, "y");
+    assert.equal(st.merging.unresolved, 1);
+    assert.deepEqual(st.conflicts.map((c) => [c.path, c.resolved]), [["f", false]]);
+    const ab = await s.mergeAbort({ into: "/mz" });
+    assert.deepEqual(last(fake).args, { into: "/mz", abort: true });
+    assert.deepEqual([ab.aborted, ab.branch, ab.op], [true, "z", "merge"]);
+    await assert.rejects(s.cherryPick("y", { into: "z" }), layerfs.Conflict);
+    assert.deepEqual([last(fake).verb, last(fake).args], ["cherry_pick", { commit: "y", into: "z" }]);
+    const picked = await s.mergeContinue({ into: "z", op: "cherry-pick" });
+    assert.deepEqual([last(fake).verb, last(fake).args], ["cherry_pick", { into: "z", continue: true }]);
+    assert.equal(picked.op, "cherry-pick");
+    await s.writeFile("z", "f", "z again\n");
+    await s.commit("z", "z2");
+    await assert.rejects(s.merge("y", { into: "/mz" }), layerfs.Conflict);
+    const done = await s.mergeContinue({ into: "z", message: "resolved" });
+    assert.deepEqual([last(fake).verb, last(fake).args], ["merge", { into: "z", message: "resolved", continue: true }]);
+    assert.ok(done.commit);
+    assert.equal((await s.status("z")).merging, undefined);
+    await s.revert(y1, { into: "x", strategyOption: "ours" });
+    assert.deepEqual([last(fake).verb, last(fake).args], ["revert", { commit: y1, into: "x", strategy_option: "ours" }]);
+    await assert.rejects(s.mergeContinue({ into: "z", op: "rebase" }), layerfs.InvalidArgument);
+    s.close();
+  }));
+
+test("fields and events a newer daemon adds are ignored", () => withFake(async (fake, store) => {
+  const s = await Store.open(store);
+  const [c] = await s.log();
+  assert.equal(c.message, "init");
+  const seen = [];
+  await s.verify(undefined, { progress: (p) => seen.push(p) }); // the fake ends with an unknown event kind
+  assert.equal(seen.length, 4);
+  assert.equal((await s.branches())[0].name, "main"); // and the connection is still in step
+  s.close();
+}));

@@ -6,6 +6,7 @@ checked in; test_install.py checks the installed package separately.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -69,6 +70,22 @@ def kill_daemon(store: Path) -> None:
             return
         time.sleep(0.02)
     os.kill(pid, signal.SIGKILL)
+
+
+def protocol_verbs(store: Path) -> dict[str, dict[str, object]]:
+    """The daemon's verbs with their argument types and required arguments, from the verb table
+    itself: `layerfs mcp` publishes every protocol verb as a tool whose input schema is made from
+    the verb's argument specs (src/cli/verb.h)."""
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    out = subprocess.run([layerfs_bin(), "--store", str(store), "mcp"], input="".join(json.dumps(m) + "\n" for m in msgs),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    tools = [json.loads(line) for line in out.stdout.splitlines()][-1]["result"]["tools"]
+    return {t["name"]: {"args": {k: v["type"] for k, v in t["inputSchema"]["properties"].items()},
+                        "required": sorted(t["inputSchema"].get("required", []))} for t in tools}
 
 
 @pytest.fixture

@@ -44,24 +44,28 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "verify": {"commits": (list,)},
     "gc": {},
     "read_file": {"target": (str,), "path": (str,), "offset": (int,), "length": (int,)},
-    "write_file": {"target": (str,), "path": (str,), "content_base64": (str,), "mode": (int, str),
+    "write_file": {"target": (str,), "path": (str,), "content_base64": (str,), "content": (str,), "mode": (str,),
                    "append": (bool,)},
     "list_dir": {"target": (str,), "path": (str,)},
     "remove_path": {"target": (str,), "path": (str,), "recursive": (bool,)},
+    "merge": {"source": (str,), "into": (str,), "message": (str,), "ff_only": (bool,), "no_ff": (bool,),
+              "strategy": (str,), "strategy_option": (str,), "continue": (bool,), "abort": (bool,)},
+    "cherry_pick": {"commit": (str,), "into": (str,), "strategy_option": (str,), "continue": (bool,), "abort": (bool,)},
+    "revert": {"commit": (str,), "into": (str,), "strategy_option": (str,), "continue": (bool,), "abort": (bool,)},
 }
 REQUIRED = {"fork": ["name"], "branch_delete": ["name"], "show": ["commit"], "diff": ["a"],
             "cat": ["commit", "path"], "export": ["commit", "dir"], "import": ["dir"],
             "mount": ["ref", "mountpoint"], "umount": ["mountpoint"], "commit": ["message"],
-            "read_file": ["target", "path"], "write_file": ["target", "path", "content_base64"],
+            "read_file": ["target", "path"], "write_file": ["target", "path"],
             "list_dir": ["target"], "remove_path": ["target", "path"]}
 ERRNO = {"ENOENT": 2, "EEXIST": 17, "EBUSY": 16, "EINVAL": 22, "EISDIR": 21, "ENOTDIR": 20,
-         "NOT_FAST_FORWARD": 0, "PROTOCOL": 0, "EIO": 5}
+         "NOT_FAST_FORWARD": 0, "PROTOCOL": 0, "EIO": 5, "CONFLICT": 0}
 
 
 class Fail(Exception):
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, result: Any = None) -> None:
         super().__init__(message)
-        self.code, self.message = code, message
+        self.code, self.message, self.result = code, message, result
 
 
 class Model:
@@ -74,6 +78,7 @@ class Model:
         self.branches: dict[str, str] = {}
         self.work: dict[str, dict[str, bytes]] = {}
         self.mounts: dict[str, str] = {}  # mountpoint -> branch
+        self.merging: dict[str, str] = {}  # branch -> the Commit a stopped merge brings in
         self.seq = 0
         root = self._make_commit([], "init", {})
         self.branches["main"] = root
@@ -84,7 +89,8 @@ class Model:
         cid = hashlib.md5(f"{self.seq}:{message}".encode()).hexdigest()
         self.commits[cid] = {"id": cid, "parents": parents, "root": hashlib.md5(repr(sorted(tree.items())).encode()).hexdigest(),
                              "message": message, "time": 1700000000 + self.seq, "time_nsec": 5,
-                             "logical_bytes": sum(len(v) for v in tree.values()), "files": len(tree)}
+                             "logical_bytes": sum(len(v) for v in tree.values()), "files": len(tree),
+                             "from_a_newer_daemon": {"clients": "ignore it"}}
         self.trees[cid] = dict(tree)
         return cid
 
@@ -218,10 +224,6 @@ class FakeDaemon:
         verb = req.get("verb")
         args = req.get("args", {})
         try:
-            if verb == "conflict":
-                self._send(f, {"id": rid, "ok": False, "result": {"conflicts": [{"path": "a", "kind": "content"}]},
-                               "error": {"code": "CONFLICT", "errno": 0, "message": "merge stopped on 1 conflict(s)"}})
-                return True
             if verb not in ARGS and verb not in ("slow", "boom"):
                 raise Fail("EINVAL", f"unknown verb '{verb}'")
             for k, v in args.items():
@@ -237,9 +239,55 @@ class FakeDaemon:
                 result = self._verb(f, rid, verb, args, req.get("cwd", "/"))
             self._send(f, {"id": rid, "ok": True, "result": result})
         except Fail as e:
-            self._send(f, {"id": rid, "ok": False, "error": {"code": e.code, "errno": ERRNO.get(e.code, 0),
-                                                            "message": e.message}})
+            error: dict[str, Any] = {"code": e.code, "errno": ERRNO.get(e.code, 0), "message": e.message}
+            if e.result is not None:
+                error["result"] = e.result
+            self._send(f, {"id": rid, "ok": False, "error": error})
         return True
+
+    def _merge(self, verb: str, a: dict[str, Any]) -> Any:
+        """Merges as far as the SDK's side needs: a fast-forward, a clean merge Commit, or a
+        conflict on every path both sides changed (stopped when the branch is mounted)."""
+        m = self.model
+        op = verb.replace("_", "-")
+        into = m.branch_of(a.get("into"))
+        mounted = into in m.mounts.values()
+        mp = {"mountpoint": next(p for p, b in m.mounts.items() if b == into)} if mounted else {}
+        if a.get("abort"):
+            if into not in m.merging:
+                raise Fail("ENOENT", f"no merge in progress in {into}")
+            del m.merging[into]
+            return {"op": op, "branch": into, "aborted": True}
+        if a.get("continue"):
+            if into not in m.merging:
+                raise Fail("ENOENT", f"no merge in progress in {into}")
+            theirs = m.merging.pop(into)
+            ours = m.branches[into]
+            cid = m._make_commit([ours, theirs], a.get("message", "merge"), {**m.trees[ours], **m.trees[theirs]})
+            m.branches[into] = cid
+            return {"op": op, "branch": into, **mp, "commit": cid, "fast_forward": False, "up_to_date": False,
+                    "base": None, "bases": [], "ours": ours, "theirs": theirs, "stopped": False, "conflicts": []}
+        theirs = m.resolve(a["source"] if verb == "merge" else a["commit"])
+        ours = m.branches[into]
+        out = {"op": op, "branch": into, **mp, "commit": None, "fast_forward": False, "up_to_date": False,
+               "base": ours, "bases": [ours], "ours": ours, "theirs": theirs, "stopped": False, "conflicts": [],
+               "from_a_newer_daemon": 1}
+        if m.commits[theirs]["parents"][:1] == [ours] and not a.get("no_ff"):
+            m.branches[into] = theirs
+            return {**out, "commit": theirs, "fast_forward": True}
+        if a.get("ff_only"):
+            raise Fail("NOT_FAST_FORWARD", f"{into} cannot fast-forward to {a['source']}")
+        both = sorted(p for p in m.trees[theirs] if p in m.trees[ours] and m.trees[theirs][p] != m.trees[ours][p])
+        if both and a.get("strategy_option") not in ("ours", "theirs"):
+            conflicts = [{"path": p, "kind": "content", "base": None, "ours": hashlib.md5(m.trees[ours][p]).hexdigest(),
+                          "theirs": hashlib.md5(m.trees[theirs][p]).hexdigest(), "sides": []} for p in both]
+            out = {**out, "stopped": mounted, "conflicts": conflicts}
+            if mounted:
+                m.merging[into] = theirs
+            raise Fail("CONFLICT", f"{op} of {a.get('source')} into {into} has {len(both)} conflict(s)", out)
+        cid = m._make_commit([ours, theirs], a.get("message", "merge"), {**m.trees[ours], **m.trees[theirs]})
+        m.branches[into] = cid
+        return {**out, "commit": cid}
 
     def _progress(self, f: Any, rid: Any, phase: str, n: int) -> None:
         for i in range(1, n + 1):
@@ -329,7 +377,12 @@ class FakeDaemon:
             return {"commit": cid, "branch": b, "parents": [parent]}
         if verb == "status":
             b = m.branch_of(a.get("target"))
-            return {"branch": b, "changes": m.changes(m.trees[m.branches[b]], m.work[b]), "conflicts": []}
+            st = {"branch": b, "changes": m.changes(m.trees[m.branches[b]], m.work[b]), "conflicts": []}
+            if b in m.merging:
+                st["conflicts"] = [{"path": "f", "kind": "content", "base": None, "ours": "1" * 32,
+                                    "theirs": "2" * 32, "sides": [], "resolved": False}]
+                st["merging"] = {"source": "y", "theirs": m.merging[b], "unresolved": 1}
+            return st
         if verb == "reset":
             b = m.branch_of(a.get("target"))
             if "hard" in a:
@@ -347,7 +400,11 @@ class FakeDaemon:
             return {"path": a["path"], "size": len(w[a["path"]]), "content_base64": base64.b64encode(data).decode()}
         if verb == "write_file":
             w = m.work[m.branch_of(a["target"])]
-            data = base64.b64decode(a["content_base64"])
+            if ("content" in a) == ("content_base64" in a):
+                raise Fail("EINVAL", "write_file: give exactly one of content and content_base64")
+            if "mode" in a and not (a["mode"] and all(ch in "01234567" for ch in a["mode"]) and int(a["mode"], 8) <= 0o7777):
+                raise Fail("EINVAL", f"write_file: mode '{a['mode']}' is not octal permission bits")
+            data = a["content"].encode() if "content" in a else base64.b64decode(a["content_base64"])
             w[a["path"]] = (w.get(a["path"], b"") + data) if a.get("append") else data
             return {"path": a["path"], "size": len(w[a["path"]])}
         if verb == "list_dir":
@@ -359,6 +416,8 @@ class FakeDaemon:
                 raise Fail("ENOENT", f"no such file '{a['path']}'")
             del w[a["path"]]
             return {"path": a["path"]}
+        if verb in ("merge", "cherry_pick", "revert"):
+            return self._merge(verb, a)
         if verb == "slow":
             time.sleep(0.2)
             return {"slept": 0.2}
@@ -370,7 +429,7 @@ def main() -> int:
     idle = int(sys.argv[sys.argv.index("--idle") + 1])
     log = os.path.join(store, "fake-starts")
     with open(log, "a") as f:
-        f.write(f"--idle {idle}\n")
+        f.write(" ".join(a for a in sys.argv[1:] if a != store) + "\n")
     r, w = os.pipe()
     pid = os.fork()
     if pid > 0:

@@ -8,14 +8,16 @@ import errno
 import hashlib
 import os
 import re
+import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 import layerfs
-from conftest import layerfs_bin
+from conftest import layerfs_bin, protocol_verbs
 
 ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -67,6 +69,12 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         os.unlink(mp / "src" / "a.bin")
         c2 = s.commit(str(mp), "edit")
         changes = {c.path: c for c in s.diff(c1, c2)}
+        # A...B: from the merge base of A and B (c1, on this straight line) to B.
+        assert [(c.path, c.change) for c in s.diff(f"{root}...{c2}")] == [
+            (c.path, c.change) for c in s.diff(root, c2)]
+        assert {c.path for c in s.diff(f"{c2}...{c1}")} == set()
+        with pytest.raises(layerfs.InvalidArgument):
+            s.diff(f"{c1}...{c2}", c2)
         assert changes["notes.txt"].change == "M" and changes["src/a.bin"].change == "D"
         assert changes["notes.txt"].after is not None and changes["notes.txt"].after.size == 7
         assert changes["src/a.bin"].before is not None and changes["src/a.bin"].before.size == len(payload)
@@ -90,7 +98,20 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         assert s.read_file("try", "shell.txt", offset=11, length=5) == b"by th"
         names = {e.name: e for e in s.list_dir("try")}
         assert {"api.txt", "shell.txt", "notes.txt", "src"} <= set(names)
-        assert names["src"].type in ("dir", "directory") and names["shell.txt"].size == 20
+        assert names["src"].type == "dir" and names["src"].mode == "0755" and names["shell.txt"].size == 20
+        assert names["shell.txt"].mode == "0644" and names["shell.txt"].target is None
+        # Permission bits: an int or octal digits, as the protocol's string.
+        s.write_file("try", "bin/run.sh", "#!/bin/sh\necho hi\n", mode=0o755)
+        assert stat.S_IMODE(os.stat(mp / "bin" / "run.sh").st_mode) == 0o755
+        s.write_file("try", "bin/secret", b"s", mode="0600")
+        assert stat.S_IMODE(os.stat(mp / "bin" / "secret").st_mode) == 0o600
+        assert {e.name: e.mode for e in s.list_dir("try", "bin")} == {"run.sh": "0755", "secret": "0600"}
+        with pytest.raises(layerfs.InvalidArgument):
+            s.write_file("try", "bin/x", b"", mode="rwx")
+        os.symlink("notes.txt", mp / "link")
+        assert {e.name: e.target for e in s.list_dir("try")}["link"] == "notes.txt"
+        s.remove_path("try", "bin", recursive=True)
+        os.unlink(mp / "link")
         s.remove_path("try", "shell.txt")
         assert not (mp / "shell.txt").exists()
         s.remove_path("try", "src", recursive=True)
@@ -161,13 +182,71 @@ def test_errors_carry_codes(real_store: Path, tmp_path: Path) -> None:
         s.umount(mp)
         # A failed verb leaves the Store as it was.
         assert [b.name for b in s.branches()] == ["b", "main"]
-    with pytest.raises(layerfs.Exists):
+    # init's failures come by code from `layerfs init --json`.
+    with pytest.raises(layerfs.Exists) as e5:
         layerfs.Store.init(real_store)
+    assert e5.value.errno == errno.EEXIST and str(real_store) in e5.value.message
     with pytest.raises(layerfs.InvalidArgument):
         layerfs.Store.init(tmp_path / "other", policy="1/2")
     with pytest.raises(layerfs.NotFound):
         layerfs.Store.init(tmp_path / "no" / "such" / "parent")
+    with pytest.raises(layerfs.NotFound):
+        layerfs.Store.init(tmp_path / "other", from_dir=tmp_path / "no-such-tree")
     assert not (tmp_path / "other").exists()
+
+
+def test_a_store_held_by_another_process_is_busy(real_store: Path) -> None:
+    # The daemon cannot start while another process holds the Store's database lock (as RocksDB
+    # takes it: an fcntl lock on db/LOCK): layerfsd --json says EBUSY, and so does the SDK.
+    subprocess.run([layerfs_bin(), "init", str(real_store)], check=True)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys; f = open(sys.argv[1], 'r+'); fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); "
+        "print('held', flush=True); sys.stdin.read()"), str(real_store / "db" / "LOCK")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        with pytest.raises(layerfs.Busy) as e:
+            layerfs.Store.open(real_store)
+        assert e.value.code == "EBUSY" and e.value.errno == errno.EBUSY
+        assert e.value.message.startswith(f"cannot start layerfsd for {real_store}: ")
+
+        async def aopen() -> None:
+            await layerfs.AsyncStore.open(real_store)
+        with pytest.raises(layerfs.Busy):
+            asyncio.run(aopen())
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    with layerfs.Store.open(real_store) as s:  # once it is free, the daemon starts
+        assert s.branches()[0].name == "main"
+
+
+# Every verb the daemon serves has its method in both clients (the protocol's name on the left).
+METHODS = {"branches": "branches", "fork": "fork", "branch_delete": "branch_delete", "log": "log", "show": "show",
+           "diff": "diff", "cat": "cat", "export": "export", "import": "import_dir", "mount": "mount",
+           "umount": "umount", "mounts": "mounts", "commit": "commit", "status": "status", "reset": "reset",
+           "stats": "stats", "verify": "verify", "gc": "gc", "read_file": "read_file", "write_file": "write_file",
+           "list_dir": "list_dir", "remove_path": "remove_path", "merge": "merge", "cherry_pick": "cherry_pick",
+           "revert": "revert"}
+
+
+def test_every_verb_of_the_daemon_is_covered_and_the_fake_speaks_its_arguments(real_store: Path) -> None:
+    import fake_server
+
+    subprocess.run([layerfs_bin(), "init", str(real_store)], check=True)
+    verbs = protocol_verbs(real_store)
+    assert sorted(verbs) == sorted(METHODS), "the daemon serves verbs the SDK does not cover (or the reverse)"
+    for name in METHODS.values():
+        assert callable(getattr(layerfs.Store, name)) and asyncio.iscoroutinefunction(getattr(layerfs.AsyncStore, name))
+        assert (getattr(layerfs.Store, name).__doc__ or "").strip(), f"Store.{name} has no docstring"
+        assert (getattr(layerfs.AsyncStore, name).__doc__ or "").strip(), f"AsyncStore.{name} has no docstring"
+    # The fake daemon of test_fake.py checks requests against the daemon's own argument table.
+    types = {"string": (str,), "integer": (int,), "boolean": (bool,), "array": (list,)}
+    for verb, spec in verbs.items():
+        assert verb in fake_server.ARGS, verb
+        assert fake_server.ARGS[verb] == {k: types[t] for k, t in spec["args"].items()}, verb
+        assert sorted(fake_server.REQUIRED.get(verb, [])) == spec["required"], verb
 
 
 def test_autostart_and_idle_exit(real_store: Path) -> None:
@@ -212,29 +291,168 @@ def test_survives_a_daemon_restart(real_store: Path) -> None:
 def test_exec(real_store: Path, tmp_path: Path) -> None:
     with layerfs.Store.init(real_store) as s:
         s.fork("work")
-        r = s.exec("work", "echo built > out.txt; echo to-stdout; exit 3", commit="exec run",
+        r = s.exec("work", "echo built > out.txt; echo to-stdout; echo to-stderr >&2; exit 3", commit="exec run",
                    capture_output=True)
-        assert r.returncode == 3 and r.stdout == b"to-stdout\n" and r.branch == "work" and not r.forked
+        assert (r.exit_code, r.signal, r.stdout, r.stderr) == (3, None, b"to-stdout\n", b"to-stderr\n")
+        assert r.branch == "work" and r.mounted and not r.forked and not r.isolated
         assert r.commit is not None and ID.match(r.commit)
-        assert s.cat(r.commit, "out.txt") == b"built\n"
+        assert s.cat(r.commit, "out.txt") == b"built\n" and s.show(r.commit).message == "exec run"
         assert s.mounts() == [] and not os.path.exists(r.mountpoint)
-        # stdin passes through; argv form; no commit without commit=.
-        r2 = s.exec("work", ["sh", "-c", "cat > in.txt; pwd"], input=b"fed", capture_output=True)
+        # stdin passes through; argv form; PWD is the mount; no commit without commit=.
+        r2 = s.exec("work", ["sh", "-c", "cat > in.txt; pwd; echo $PWD"], input=b"fed", capture_output=True)
         assert r2.commit is None and r2.stdout is not None
-        assert r2.stdout.decode().strip() == r2.mountpoint
+        assert r2.stdout.decode().split() == [r2.mountpoint, r2.mountpoint]
         assert s.read_file("work", "in.txt") == b"fed"
-        # A commit id forks first; a mounted branch runs in its mount and stays mounted.
+        # commit=True: the message is the command's, as `layerfs exec --commit` makes it.
+        r2b = s.exec("work", ["touch", "t"], commit=True)
+        assert r2b.commit is not None and s.show(r2b.commit).message == "exec: touch t"
+        # A commit id forks first, into exec-ID12, then exec-ID12-2.
         r3 = s.exec(r.commit, "test -f out.txt && echo x > y", commit="on a fork")
-        assert r3.forked and r3.branch != "work" and r3.returncode == 0
+        assert r3.forked and r3.branch == f"exec-{r.commit[:12]}" and r3.exit_code == 0
         assert s.log(r3.branch, 1)[0].parents == [r.commit]
+        r3b = s.exec(r.commit[:10], "true")
+        assert r3b.branch == f"exec-{r.commit[:12]}-2" and r3b.forked
+        # A signal: 128 + N and its name, and what the command left is still committed.
+        r4 = s.exec("work", "echo partial > p.txt; kill -KILL $$", commit=True)
+        assert (r4.exit_code, r4.signal) == (137, "KILL") and r4.commit is not None
+        assert s.cat(r4.commit, "p.txt") == b"partial\n"
+        r5 = s.exec("work", ["sleep", "30"], timeout=0.5)
+        assert (r5.exit_code, r5.signal) == (137, "KILL") and s.mounts() == []
+        # A mounted branch runs in its mount and stays mounted; another mountpoint is Busy.
         mp = tmp_path / "mp"
         mp.mkdir()
         s.mount("work", mp)
-        r4 = s.exec("work", "touch here")
-        assert r4.mountpoint == str(mp) and (mp / "here").exists() and os.path.ismount(mp)
+        r6 = s.exec("work", "touch here")
+        assert r6.mountpoint == str(mp) and not r6.mounted and (mp / "here").exists() and os.path.ismount(mp)
+        with pytest.raises(layerfs.Busy):
+            s.exec("work", "true", mountpoint=tmp_path / "elsewhere")
         s.umount(mp)
+        # A given mountpoint is made, used and removed again.
+        there = tmp_path / "given" / "mp"
+        r7 = s.exec("work", "pwd", mountpoint=there, capture_output=True)
+        assert r7.mountpoint == str(there) and r7.stdout == f"{there}\n".encode() and not there.exists()
         with pytest.raises(layerfs.NotFound):
             s.exec("nosuch", "true")
+        with pytest.raises(layerfs.NotFound):
+            s.exec("work", ["/no/such/program"])
+        with pytest.raises(layerfs.InvalidArgument):
+            s.exec("work", "true", no_network=True)
+        assert s.mounts() == [] and sorted(b.name for b in s.branches()) == [
+            "exec-" + r.commit[:12], "exec-" + r.commit[:12] + "-2", "main", "work"]
+
+
+def test_exec_isolated(real_store: Path, tmp_path: Path) -> None:
+    """isolate: the Workspace is writable at /workspace, nothing else of the host is (tried)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with layerfs.Store.init(real_store) as s:
+        s.fork("iso")
+        r = s.exec("iso", "pwd; echo inside > made.txt", isolate=True, commit=True, capture_output=True)
+        assert r.isolated and r.exit_code == 0 and r.stdout == b"/workspace\n"
+        assert r.commit is not None and s.cat(r.commit, "made.txt") == b"inside\n"
+        for target in ("/etc/layerfs-escape", "/root/layerfs-escape", "/var/tmp/layerfs-escape",
+                       str(outside / "escape"), str(real_store / "escape")):
+            p = s.exec("iso", f"echo x > '{target}'", isolate=True, capture_output=True)
+            assert p.exit_code != 0, f"wrote {target} from the sandbox"
+            assert not os.path.exists(target)
+        # The Store is hidden: neither its data nor its control socket.
+        p = s.exec("iso", f"ls -A '{real_store}' | wc -l", isolate=True, capture_output=True)
+        assert p.stdout == b"0\n"
+        # /tmp inside is private; the network is cut with no_network.
+        p = s.exec("iso", "cat /sys/class/net/*/operstate 2>/dev/null | wc -l; ls /sys/class/net", isolate=True,
+                   no_network=True, capture_output=True)
+        assert p.stdout is not None and p.stdout.split()[1:] == [b"lo"]
+        k = s.exec("iso", "kill -TERM $$", isolate=True)
+        assert k.exit_code == 143
+
+
+def test_merge_on_real_mounts(real_store: Path, tmp_path: Path) -> None:
+    with layerfs.Store.init(real_store) as s:
+        for b in ("x", "y"):
+            s.fork(b)
+        s.write_file("y", "f.txt", "from y\n")
+        y1 = s.commit("y", "y1")
+        ff = s.merge("y", "x", ff_only=True)
+        assert ff.op == "merge" and ff.fast_forward and ff.commit == y1 and ff.branch == "x"
+        assert s.merge("y", "x").up_to_date
+        s.write_file("x", "f.txt", "from x\n")
+        x2 = s.commit("x", "x2")
+        s.write_file("y", "f.txt", "from y again\n")
+        s.write_file("y", "other.txt", "y only\n")
+        y2 = s.commit("y", "y2")
+        with pytest.raises(layerfs.NotFastForward):
+            s.merge("y", "x", ff_only=True)
+        # Not mounted: the conflict changes nothing and its result is a MergeResult.
+        with pytest.raises(layerfs.Conflict) as e:
+            s.merge("y", "x")
+        res = e.value.result
+        assert isinstance(res, layerfs.MergeResult) and res.commit is None and not res.stopped
+        assert res.ours == x2 and res.theirs == y2 and res.base == y1 and res.bases == [y1]
+        [c] = res.conflicts
+        assert (c.path, c.kind) == ("f.txt", "content") and c.ours and c.theirs and c.base
+        assert s.log("x", 1)[0].id == x2
+        # Mounted: the merge stops in the mount, status shows it; abort puts it back.
+        mp = tmp_path / "mx"
+        mp.mkdir()
+        s.mount("x", mp)
+        with pytest.raises(layerfs.Conflict) as e2:
+            s.merge("y", mp)
+        stopped = e2.value.result
+        assert isinstance(stopped, layerfs.MergeResult) and stopped.stopped and stopped.mountpoint == str(mp)
+        assert (mp / "other.txt").read_text() == "y only\n"
+        assert "<<<<<<<" in (mp / "f.txt").read_text()
+        st = s.status(mp)
+        assert st.merging is not None and st.merging.source == "y" and st.merging.theirs == y2
+        assert st.merging.unresolved == 1 and [(x.path, x.resolved) for x in st.conflicts] == [("f.txt", False)]
+        with pytest.raises(layerfs.Busy):
+            s.commit(mp, "not while merging")
+        ab = s.merge_abort(mp)
+        assert ab.aborted and ab.branch == "x" and ab.op == "merge"
+        assert (mp / "f.txt").read_text() == "from x\n" and not (mp / "other.txt").exists()
+        assert s.status(mp).merging is None and s.status(mp).conflicts == []
+        # Again, resolved by hand in the mount, then continue: a merge Commit with two parents.
+        with pytest.raises(layerfs.Conflict):
+            s.merge("y", "x")  # by branch name: through its mount
+        with pytest.raises(layerfs.Conflict):
+            s.merge_continue(mp)  # still unresolved
+        (mp / "f.txt").write_text("both\n")
+        st = s.status("x")
+        assert st.merging is not None and st.merging.unresolved == 0 and st.conflicts[0].resolved is True
+        done = s.merge_continue(mp, message="merged by hand")
+        assert done.commit is not None and not done.conflicts
+        head = s.log("x", 1)[0]
+        assert head.id == done.commit and head.parents == [x2, y2] and head.message == "merged by hand"
+        assert s.cat(done.commit, "f.txt") == b"both\n" and s.cat(done.commit, "other.txt") == b"y only\n"
+        s.umount(mp)
+        # Strategies, cherry-pick and revert in the Store.
+        s.fork("z", x2)
+        t = s.merge("y", "z", strategy_option="theirs", message="take theirs")
+        assert t.commit is not None and s.cat(t.commit, "f.txt") == b"from y again\n"
+        s.fork("o", x2)
+        o = s.merge("y", "o", strategy="ours")
+        assert o.commit is not None and s.cat(o.commit, "f.txt") == b"from x\n"
+        assert s.log("o", 1)[0].parents == [x2, y2]
+        s.fork("p", x2)
+        s.write_file("y", "new.txt", "picked\n")
+        y3 = s.commit("y", "y3")
+        pk = s.cherry_pick(y3, "p")
+        assert pk.op == "cherry-pick" and pk.commit is not None
+        assert s.cat(pk.commit, "new.txt") == b"picked\n" and s.log("p", 1)[0].parents == [x2]
+        rv = s.revert(pk.commit, "p")
+        assert rv.op == "revert" and rv.commit is not None
+        assert "new.txt" not in {c.path for c in s.diff(x2, rv.commit)}
+        # A cherry-pick stopped in a mount continues as a cherry-pick.
+        s.fork("q", x2)
+        mq = tmp_path / "mq"
+        mq.mkdir()
+        s.mount("q", mq)
+        with pytest.raises(layerfs.Conflict) as e3:
+            s.cherry_pick(y2, mq)
+        assert isinstance(e3.value.result, layerfs.MergeResult) and e3.value.result.op == "cherry-pick"
+        (mq / "f.txt").write_text("resolved\n")
+        qd = s.merge_continue(mq, op="cherry-pick")
+        assert qd.op == "cherry-pick" and qd.commit is not None and s.log("q", 1)[0].parents == [x2]
+        s.umount(mq)
 
 
 def test_async_api_with_parallel_mounts(real_store: Path, tmp_path: Path) -> None:
@@ -259,7 +477,18 @@ def test_async_api_with_parallel_mounts(real_store: Path, tmp_path: Path) -> Non
             with pytest.raises(layerfs.NotFound):
                 await s.show("0" * 32)
             r = await s.exec("p0", "echo async > a.txt", commit="async exec")
-            assert r.returncode == 0 and await s.cat(r.commit or "", "a.txt") == b"async\n"
+            assert r.exit_code == 0 and r.mounted and await s.cat(r.commit or "", "a.txt") == b"async\n"
+            r2 = await s.exec("p1", ["sleep", "30"], timeout=0.5, commit=True)
+            assert (r2.exit_code, r2.signal) == (137, "KILL") and r2.commit is not None
+            assert await s.mounts() == []
+            with pytest.raises(layerfs.Conflict):
+                await s.write_file("p0", "a.txt", "p0\n")
+                await s.commit("p0", "p0")
+                await s.write_file("p1", "a.txt", "p1\n")
+                await s.commit("p1", "p1")
+                await s.merge("p1", "p0")
+            m = await s.merge("p1", "p0", strategy_option="ours")
+            assert m.commit is not None and await s.cat(m.commit, "a.txt") == b"p0\n"
 
     asyncio.run(main())
 

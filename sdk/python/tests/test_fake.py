@@ -56,7 +56,18 @@ def test_request_shape_and_results(fake: FakeDaemon, store_dir: Path) -> None:
         assert base64.b64decode(wreq["args"]["content_base64"]) == b"hello\n"
         assert "append" not in wreq["args"] and "mode" not in wreq["args"]
         assert s.write_file("try", "a.txt", b"more", append=True, mode=0o600) == 10
-        assert last(fake)["args"]["append"] is True and last(fake)["args"]["mode"] == 0o600
+        # The protocol takes permission bits as octal digits in a string.
+        assert last(fake)["args"]["append"] is True and last(fake)["args"]["mode"] == "0600"
+        s.write_file("try", "x.sh", b"#!/bin/sh\n", mode="0755")
+        assert last(fake)["args"]["mode"] == "0755"
+        n = len(fake.requests)
+        for bad in (0o17777, -1, True):
+            with pytest.raises(layerfs.InvalidArgument):
+                s.write_file("try", "x.sh", b"", mode=bad)  # type: ignore[arg-type]
+        assert len(fake.requests) == n  # refused before anything was sent
+        with pytest.raises(layerfs.InvalidArgument):
+            s.write_file("try", "x.sh", b"", mode="9")  # the daemon's check
+        s.remove_path("try", "x.sh")
         assert s.read_file("try", "a.txt") == b"hello\nmore"
         assert s.read_file("try", "a.txt", offset=6, length=2) == b"mo"
         assert last(fake)["args"] == {"target": "try", "path": "a.txt", "offset": 6, "length": 2}
@@ -145,9 +156,6 @@ def test_errors_by_code(fake: FakeDaemon, store_dir: Path) -> None:
         assert "nonsense" in e4.value.message
         with pytest.raises(layerfs.IOFailure):
             s.request("boom")
-        with pytest.raises(layerfs.Conflict) as e5:
-            s.request("conflict")
-        assert e5.value.result == {"conflicts": [{"path": "a", "kind": "content"}]}
         # After errors the connection is still good.
         assert [b.name for b in s.branches()] == ["main", "x"]
 
@@ -168,8 +176,8 @@ def test_error_classes_map_every_documented_code() -> None:
         assert type(e) is cls and e.code == code and e.errno == 7 and e.message == "m"
     other = from_wire({"code": "ENAMETOOLONG", "errno": 36, "message": "long"})
     assert type(other) is layerfs.LayerFSError and other.code == "ENAMETOOLONG"
-    conflict = from_wire({"code": "CONFLICT", "errno": 0, "message": "2 conflicts", "result": {"conflicts": ["a"]}})
-    assert conflict.result == {"conflicts": ["a"]}
+    conflict = from_wire({"code": "CONFLICT", "errno": 0, "message": "2 conflicts", "result": {"conflicts": []}})
+    assert conflict.result == {"conflicts": []}
     assert type(from_wire("junk")) is layerfs.ProtocolError
 
 
@@ -293,26 +301,173 @@ def test_autostart_runs_layerfsd_with_idle(store_dir: Path, tmp_path: Path, monk
     try:
         with layerfs.Store.open(store_dir, idle=7) as s:
             assert s.branches()[0].name == "main"
-        assert (store_dir / "fake-starts").read_text() == "--idle 7\n"
+        assert (store_dir / "fake-starts").read_text() == "--store --json --idle 7\n"
         # The daemon is running now: the next client connects without starting another.
         with layerfs.Store.open(store_dir) as s:
             s.fork("again")
-        assert (store_dir / "fake-starts").read_text() == "--idle 7\n"
+        assert (store_dir / "fake-starts").read_text() == "--store --json --idle 7\n"
     finally:
         _end(store_dir)
 
 
-def test_autostart_failure_is_a_clear_error(store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    exe = tmp_path / "layerfsd"
-    exe.write_text("#!/bin/sh\necho 'layerfsd: store is damaged: bad table' >&2\nexit 1\n")
-    exe.chmod(0o755)
-    monkeypatch.setenv("LAYERFSD", str(exe))
-    with pytest.raises(layerfs.LayerFSError) as e:
+def _script(path: Path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_autostart_failure_keeps_the_daemons_code(store_dir: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # layerfsd --json reports why on its last stderr line; the code is taken from there alone.
+    for code, cls, num in [("EBUSY", layerfs.Busy, 16), ("EIO", layerfs.IOFailure, 5),
+                           ("ENOENT", layerfs.NotFound, 2), ("EWHATEVER", layerfs.LayerFSError, 99)]:
+        monkeypatch.setenv("LAYERFSD", _script(tmp_path / f"layerfsd-{code}", (
+            'echo "$@" > "$0.args"\necho "some log line" >&2\n'
+            f'echo \'{{"error": {{"code": "{code}", "errno": {num}, "message": "the store is in use: lock held"}}}}\' >&2\n'
+            "exit 1\n")))
+        with pytest.raises(layerfs.LayerFSError) as e:
+            layerfs.Store.open(store_dir)
+        assert type(e.value) is cls and e.value.code == code and e.value.errno == num
+        assert e.value.message == f"cannot start layerfsd for {store_dir.resolve()}: the store is in use: lock held"
+        assert (tmp_path / f"layerfsd-{code}.args").read_text().split() == [
+            "--store", str(store_dir.resolve()), "--json", "--idle", "60"]
+    # Words without the error object give no code but EIO, whatever they say.
+    monkeypatch.setenv("LAYERFSD", _script(tmp_path / "old", "echo 'layerfsd: store is in use (lock)' >&2\nexit 1\n"))
+    with pytest.raises(layerfs.IOFailure) as e2:
         layerfs.Store.open(store_dir)
-    assert e.value.message == f"cannot start layerfsd for {store_dir.resolve()}: store is damaged: bad table"
+    assert e2.value.message.endswith(": layerfsd: store is in use (lock)")
     monkeypatch.setenv("LAYERFSD", str(tmp_path / "missing"))
     with pytest.raises(layerfs.NotFound):
         layerfs.Store.open(store_dir)
+
+
+def test_init_runs_layerfs_init_json_and_keeps_its_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for code, cls in [("EEXIST", layerfs.Exists), ("EINVAL", layerfs.InvalidArgument), ("ENOENT", layerfs.NotFound),
+                      ("EACCES", layerfs.PermissionDenied)]:
+        monkeypatch.setenv("LAYERFS", _script(tmp_path / f"layerfs-{code}", (
+            'printf "%s\\n" "$@" > "$0.args"\n'
+            f'echo \'{{"error": {{"code": "{code}", "errno": 1, "message": "m"}}}}\' >&2\nexit 1\n')))
+        with pytest.raises(layerfs.LayerFSError) as e:
+            layerfs.Store.init(tmp_path / "rel" / "s", policy="8/4/4", from_dir="tree", message="first")
+        assert type(e.value) is cls and e.value.code == code and e.value.message == "m"
+        assert (tmp_path / f"layerfs-{code}.args").read_text().splitlines() == [
+            "init", str(tmp_path / "rel" / "s"), "--policy", "8/4/4", "--from", os.path.abspath("tree"), "-m", "first",
+            "--json"]
+    # A usage error (exit 2, text) is InvalidArgument; other text is EIO.
+    monkeypatch.setenv("LAYERFS", _script(tmp_path / "usage", "echo 'layerfs: --policy: 1 required' >&2\nexit 2\n"))
+    with pytest.raises(layerfs.InvalidArgument) as e2:
+        layerfs.Store.init(tmp_path / "u")
+    assert e2.value.message == "--policy: 1 required"
+    monkeypatch.setenv("LAYERFS", _script(tmp_path / "crash", "echo 'Segmentation fault: already exists' >&2\nexit 139\n"))
+    with pytest.raises(layerfs.IOFailure):
+        layerfs.Store.init(tmp_path / "u")
+    monkeypatch.setenv("LAYERFS", str(tmp_path / "missing"))
+    with pytest.raises(layerfs.NotFound):
+        layerfs.Store.init(tmp_path / "u")
+
+
+def test_finding_the_programs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # docs/protocol.md: layerfs is $LAYERFS, else on PATH; layerfsd is $LAYERFSD, else beside
+    # layerfs (symbolic links resolved), else on PATH.
+    real = tmp_path / "opt" / "bin"
+    real.mkdir(parents=True)
+    _script(real / "layerfs", "")
+    _script(real / "layerfsd", "")
+    onpath = tmp_path / "path"
+    onpath.mkdir()
+    (onpath / "layerfs").symlink_to(real / "layerfs")
+    _script(onpath / "layerfsd", "")
+    monkeypatch.delenv("LAYERFS", raising=False)
+    monkeypatch.delenv("LAYERFSD", raising=False)
+    monkeypatch.setenv("PATH", str(onpath))
+    assert _core.find_layerfs() == str(onpath / "layerfs")
+    assert _core.find_layerfsd() == str(real / "layerfsd")
+    (real / "layerfsd").unlink()
+    assert _core.find_layerfsd() == str(onpath / "layerfsd")
+    monkeypatch.setenv("LAYERFS", str(real / "layerfs"))
+    assert _core.find_layerfs() == str(real / "layerfs")
+    monkeypatch.setenv("LAYERFSD", "/x/layerfsd")
+    assert _core.find_layerfsd() == "/x/layerfsd"
+    monkeypatch.delenv("LAYERFS")
+    monkeypatch.delenv("LAYERFSD")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(layerfs.NotFound):
+        _core.find_layerfs()
+    with pytest.raises(layerfs.NotFound):
+        _core.find_layerfsd()
+
+
+def test_merge_verbs_and_conflicts(fake: FakeDaemon, store_dir: Path) -> None:
+    with layerfs.Store.open(store_dir) as s:
+        for b in ("x", "y"):
+            s.fork(b)
+        s.write_file("y", "f", "y\n")
+        y1 = s.commit("y", "y1")
+        ff = s.merge("y", "x")
+        assert last(fake)["args"] == {"source": "y", "into": "x"}
+        assert ff.op == "merge" and ff.fast_forward and ff.commit == y1 and ff.conflicts == [] and not ff.aborted
+        s.write_file("x", "f", "x\n")
+        s.commit("x", "x2")
+        s.write_file("y", "f", "y2\n")
+        s.commit("y", "y2")
+        with pytest.raises(layerfs.NotFastForward):
+            s.merge("y", "x", ff_only=True)
+        assert last(fake)["args"] == {"source": "y", "into": "x", "ff_only": True}
+        # Not mounted: the conflict changes nothing, and its result is a MergeResult.
+        with pytest.raises(layerfs.Conflict) as e:
+            s.merge("y", "x", message="m", no_ff=True, strategy="ort")
+        assert last(fake)["args"] == {"source": "y", "into": "x", "message": "m", "no_ff": True, "strategy": "ort"}
+        r = e.value.result
+        assert isinstance(r, layerfs.MergeResult) and r.commit is None and not r.stopped
+        assert [(c.path, c.kind, c.sides) for c in r.conflicts] == [("f", "content", [])]
+        assert isinstance(r.conflicts[0], layerfs.MergeConflict) and len(r.conflicts[0].ours or "") == 32
+        ok = s.merge("y", "x", strategy_option="theirs")
+        assert ok.commit is not None and len(ok.bases) == 1
+        # Mounted: the merge stops; status shows it; continue and abort.
+        s.fork("z", "x~1")
+        s.write_file("z", "f", "z\n")
+        s.commit("z", "z")
+        s.mount("z", "/mz")
+        with pytest.raises(layerfs.Conflict) as e2:
+            s.merge("y", "/mz")
+        assert isinstance(e2.value.result, layerfs.MergeResult) and e2.value.result.stopped
+        assert e2.value.result.mountpoint == "/mz"
+        st = s.status("z")
+        assert st.merging == layerfs.MergeState(source="y", theirs=st.merging.theirs if st.merging else "", unresolved=1)
+        assert [(c.path, c.resolved) for c in st.conflicts] == [("f", False)]
+        ab = s.merge_abort("/mz")
+        assert last(fake)["args"] == {"into": "/mz", "abort": True}
+        assert ab.aborted and ab.branch == "z" and ab.op == "merge" and ab.commit is None
+        with pytest.raises(layerfs.Conflict):
+            s.cherry_pick("y", "z")
+        assert last(fake)["verb"] == "cherry_pick" and last(fake)["args"] == {"commit": "y", "into": "z"}
+        picked = s.merge_continue("z", op="cherry-pick")
+        assert last(fake)["verb"] == "cherry_pick" and last(fake)["args"] == {"into": "z", "continue": True}
+        assert picked.op == "cherry-pick" and picked.commit is not None
+        s.write_file("z", "f", "z again\n")
+        s.commit("z", "z2")
+        with pytest.raises(layerfs.Conflict):
+            s.merge("y", "/mz")
+        done = s.merge_continue("z", message="resolved")
+        assert last(fake)["verb"] == "merge"
+        assert last(fake)["args"] == {"into": "z", "message": "resolved", "continue": True}
+        assert done.commit is not None and done.conflicts == [] and s.status("z").merging is None
+        s.revert(y1, "x", strategy_option="ours")
+        assert last(fake)["verb"] == "revert" and last(fake)["args"] == {"commit": y1, "into": "x",
+                                                                          "strategy_option": "ours"}
+        with pytest.raises(layerfs.InvalidArgument):
+            s.merge_continue("z", op="rebase")
+
+
+def test_unknown_fields_and_events_are_ignored(fake: FakeDaemon, store_dir: Path) -> None:
+    # docs/protocol.md, "Versions and compatibility": a newer daemon of version 1 may add them.
+    with layerfs.Store.open(store_dir) as s:
+        seen: list[layerfs.Progress] = []
+        log = s.log()
+        assert log[0].message == "init" and not hasattr(log[0], "from_a_newer_daemon")
+        s.verify(progress=seen.append)  # the fake ends with an event kind no SDK knows
+        assert len(seen) == 4
+        assert s.branches()[0].name == "main"  # and the connection is still in step
 
 
 def test_async_api(fake: FakeDaemon, store_dir: Path) -> None:

@@ -47,6 +47,8 @@ from .types import (
     GcResult,
     ImportResult,
     MergeConflict,
+    MergeResult,
+    MergeState,
     Mount,
     Progress,
     ResetResult,
@@ -64,6 +66,6 @@ __all__ = [
     "ReadOnly", "NoSpace", "IOFailure", "PermissionDenied", "NotConnected", "ConnectionLost", "Stale",
     "Unreachable", "NotFastForward", "Conflict", "Diverged", "ProtocolError", "TooLarge",
     "Branch", "Change", "Commit", "CommitResult", "DirEntry", "ExecResult", "ExportResult", "GcResult",
-    "ImportResult", "MergeConflict", "Mount", "Progress", "ResetResult", "Stats", "TreeEntry", "VerifyResult",
+    "ImportResult", "MergeConflict", "MergeResult", "MergeState", "Mount", "Progress", "ResetResult", "Stats", "TreeEntry", "VerifyResult",
     "WorkspaceStatus",
 ]

@@ -8,14 +8,16 @@ Nothing here does socket I/O; client.py and aio.py do, each in its own way.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
+import signal
 import shutil
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Mapping, TypeVar, cast
+from typing import Any, Callable, Generic, Iterator, Mapping, Sequence, TypeVar, cast
 
 from . import errors
 from .types import (
@@ -27,6 +29,7 @@ from .types import (
     ExportResult,
     GcResult,
     ImportResult,
+    MergeResult,
     Mount,
     Progress,
     ResetResult,
@@ -56,7 +59,8 @@ def pid_path(store: str) -> str:
 
 
 def find_layerfs() -> str:
-    """The `layerfs` program: ``$LAYERFS``, else the first on PATH."""
+    """The `layerfs` program: ``$LAYERFS``, else the first on PATH (docs/protocol.md, "Starting
+    the daemon")."""
     env = os.environ.get("LAYERFS")
     if env:
         return env
@@ -67,7 +71,8 @@ def find_layerfs() -> str:
 
 
 def find_layerfsd() -> str:
-    """The `layerfsd` program: ``$LAYERFSD``, beside `layerfs`, or on PATH (as the CLI looks)."""
+    """The `layerfsd` program: ``$LAYERFSD``; else the one beside `layerfs` (``$LAYERFS``, else
+    the first on PATH, symbolic links resolved) when executable; else the first on PATH."""
     env = os.environ.get("LAYERFSD")
     if env:
         return env
@@ -101,24 +106,46 @@ def _wait_for_exiting_daemon(store: str, limit: float = 6.0) -> None:
     except (OSError, ValueError, IndexError):
         return
     deadline = time.monotonic() + limit
-    while pid > 0 and time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            return
+    while pid > 0 and time.monotonic() < deadline and _alive(pid):
         time.sleep(0.02)
 
 
-def start_daemon(store: str, idle: int, connected: Callable[[], bool]) -> None:
-    """Starts ``layerfsd --store STORE --idle IDLE`` (it returns once it listens).
+def _alive(pid: int) -> bool:
+    # A daemon that exited may stay a zombie until its parent (often init) reaps it.
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
-    ``connected()`` is tried when the start fails: another client may have started the daemon at
-    the same moment, and then the Store is busy because it is served, which is what we wanted.
+
+def error_line(stderr: bytes) -> errors.LayerFSError | None:
+    """The error a program run with ``--json`` reported: the last line of its stderr as
+    ``{"error": {"code", "errno", "message"}}`` (docs/protocol.md); None when it is not one."""
+    lines = stderr.decode(errors="replace").strip().splitlines()
+    try:
+        msg = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or not isinstance(msg.get("error"), dict):
+        return None
+    return errors.from_wire(msg["error"])
+
+
+def start_daemon(store: str, idle: int, connected: Callable[[], bool]) -> None:
+    """Starts ``layerfsd --store STORE --json --idle IDLE`` (it returns once it listens).
+
+    A failure is raised with the code layerfsd reported (EBUSY: the Store is held by another
+    process; ENOENT: no Store). ``connected()`` is tried first: another client may have started
+    the daemon at the same moment, and then the Store is busy because it is served, which is
+    what we wanted.
     """
     _wait_for_exiting_daemon(store)
-    argv = [find_layerfsd(), "--store", store, "--idle", str(idle)]
+    argv = [find_layerfsd(), "--store", store, "--json", "--idle", str(idle)]
     # stderr goes to a file, not a pipe: the daemon's child could keep a pipe open for its life.
     with tempfile.TemporaryFile() as err:
         try:
@@ -134,18 +161,39 @@ def start_daemon(store: str, idle: int, connected: Callable[[], bool]) -> None:
         if rc == 0 or connected():
             return
         err.seek(0)
-        line = err.read().decode(errors="replace").strip().splitlines()
-    reason = line[-1] if line else f"exit status {rc}"
-    if reason.startswith("layerfsd: "):
-        reason = reason[len("layerfsd: "):]
-    # layerfsd reports why in words only; the Store's lock held elsewhere is the one case a
-    # program must tell apart, so it gets its code.
-    code = "EBUSY" if ("lock" in reason.lower() or "in use" in reason.lower()) else "EIO"
-    raise errors.make_error(code, f"cannot start layerfsd for {store}: {reason}")
+        stderr = err.read()
+    why = error_line(stderr)
+    if why is None:  # not a layerfsd that speaks --json: no code to give but EIO
+        text = stderr.decode(errors="replace").strip()
+        why = errors.make_error("EIO", text.splitlines()[-1] if text else f"exit status {rc}")
+    raise errors.make_error(why.code, f"cannot start layerfsd for {store}: {why.message}", why.errno)
 
 
-def run_init(path: str, policy: str | None, from_dir: str | None, message: str | None) -> None:
-    """Runs ``layerfs init`` (there is no daemon for a Store that does not exist yet)."""
+def run_cli_json(argv: list[str]) -> Any:
+    """Runs ``layerfs ... --json`` for a verb no daemon serves (init, clone) and returns its JSON
+    result; a failure is raised with the code of the error object it printed on stderr (a usage
+    error, exit status 2, has none: InvalidArgument)."""
+    try:
+        proc = subprocess.run([*argv, "--json"], stdin=subprocess.DEVNULL, capture_output=True)
+    except OSError as e:
+        raise errors.make_error("ENOENT", f"cannot run {argv[0]}: {e.strerror}") from None
+    if proc.returncode == 0:
+        try:
+            return json.loads(proc.stdout)
+        except ValueError:
+            raise errors.make_error("PROTOCOL", f"{' '.join(argv[:2])} --json printed no JSON") from None
+    why = error_line(proc.stderr)
+    if why is not None:
+        raise why
+    text = proc.stderr.decode(errors="replace").strip()
+    line = text.splitlines()[-1] if text else f"{' '.join(argv[:2])} exited with status {proc.returncode}"
+    line = line[len("layerfs: "):] if line.startswith("layerfs: ") else line
+    raise errors.make_error("EINVAL" if proc.returncode == 2 else "EIO", line)
+
+
+def run_init(path: str, policy: str | None, from_dir: str | None, message: str | None) -> Any:
+    """Runs ``layerfs init --json`` (there is no daemon for a Store that does not exist yet) and
+    returns its result, ``{"store", "policy", "commit"}``."""
     argv = [find_layerfs(), "init", path]
     if policy is not None:
         argv += ["--policy", policy]
@@ -153,25 +201,7 @@ def run_init(path: str, policy: str | None, from_dir: str | None, message: str |
         argv += ["--from", os.fspath(from_dir)]
     if message is not None:
         argv += ["-m", message]
-    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        lines = proc.stderr.decode(errors="replace").strip().splitlines()
-        msg = lines[-1] if lines else f"layerfs init exited with status {proc.returncode}"
-        if msg.startswith("layerfs: "):
-            msg = msg[len("layerfs: "):]
-        raise errors.make_error(_init_code(path, msg), msg)
-
-
-def _init_code(path: str, msg: str) -> str:
-    # `layerfs init` reports failures as text only; name the cases a program acts on.
-    low = msg.lower()
-    if "exist" in low or "not empty" in low:
-        return "EEXIST"
-    if "polic" in low or "invalid" in low:
-        return "EINVAL"
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path)) or "/"):
-        return "ENOENT"
-    return "EIO"
+    return run_cli_json(argv)
 
 
 def encode_request(rid: int, verb: str, args: Mapping[str, Any], cwd: str | None) -> bytes:
@@ -220,10 +250,7 @@ class Outcome:
             self.done, self.result = True, msg.get("result")
         elif ok is False:
             self.done = True
-            err = errors.from_wire(msg.get("error"))
-            if err.result is None and "result" in msg:
-                err.result = msg["result"]  # a CONFLICT's outcome may travel beside its error
-            raise err
+            raise errors.from_wire(msg.get("error"))  # with error.result when the failure has one
         else:
             raise errors.make_error("PROTOCOL", f"layerfsd sent a message with neither 'ok' nor 'event' for '{self.verb}'")
 
@@ -380,7 +407,16 @@ def read_file(target: str | os.PathLike[str], path: str, offset: int, length: in
                 _content)
 
 
-def write_file(target: str | os.PathLike[str], path: str, data: bytes, mode: int | str | None,
+def mode_string(mode: int | str | None) -> str | None:
+    """``write_file``'s mode as the protocol takes it: octal digits in a string ("0755")."""
+    if mode is None or isinstance(mode, str):
+        return mode
+    if isinstance(mode, bool) or not 0 <= mode <= 0o7777:
+        raise errors.make_error("EINVAL", f"write_file: mode {mode!r} is not permission bits (0 to 0o7777)")
+    return f"{mode:04o}"
+
+
+def write_file(target: str | os.PathLike[str], path: str, data: bytes, mode: str | None,
                append: bool) -> Call[int]:
     def parse(r: Any) -> int:
         return int(_dict(r).get("size", 0))
@@ -397,6 +433,28 @@ def remove_path(target: str | os.PathLike[str], path: str, recursive: bool) -> C
     return Call("remove_path", _args(target=_target(target), path=path, recursive=recursive), _none)
 
 
+def merge(source: str, into: str | os.PathLike[str] | None, message: str | None, ff_only: bool, no_ff: bool,
+          strategy: str | None, strategy_option: str | None) -> Call[MergeResult]:
+    return Call("merge", _args(source=source, into=_target(into), message=message, ff_only=ff_only, no_ff=no_ff,
+                               strategy=strategy, strategy_option=strategy_option), MergeResult.from_json)
+
+
+def pick(verb: str, commit: str, into: str | os.PathLike[str] | None,
+         strategy_option: str | None) -> Call[MergeResult]:
+    return Call(verb, _args(commit=commit, into=_target(into), strategy_option=strategy_option), MergeResult.from_json)
+
+
+MERGE_VERBS = {"merge": "merge", "cherry-pick": "cherry_pick", "cherry_pick": "cherry_pick", "revert": "revert"}
+
+
+def merge_step(op: str, into: str | os.PathLike[str] | None, message: str | None, step: str) -> Call[MergeResult]:
+    """``--continue`` (step "continue") or ``--abort`` of the merge, cherry-pick or revert ``op``."""
+    verb = MERGE_VERBS.get(op)
+    if verb is None:
+        raise errors.make_error("EINVAL", f"unknown merge operation '{op}' (merge, cherry-pick, revert)")
+    return Call(verb, _args(into=_target(into), message=message, **{step: True}), MergeResult.from_json)
+
+
 def raw(verb: str, args: Mapping[str, Any] | None) -> Call[Any]:
     return Call(verb, dict(args or {}), lambda r: r)
 
@@ -405,5 +463,85 @@ def as_bytes(data: bytes | bytearray | memoryview | str) -> bytes:
     return data.encode() if isinstance(data, str) else bytes(data)
 
 
-def exec_branch_name(commit_id: str) -> str:
-    return f"exec-{commit_id[:8]}-{os.urandom(3).hex()}"
+def with_result(e: errors.LayerFSError, call: Call[Any]) -> errors.LayerFSError:
+    """``e`` with the result it carries (a CONFLICT's merge outcome) parsed as ``call``'s result."""
+    if e.result is not None:
+        try:
+            e.result = call.parse(e.result)
+        except (errors.LayerFSError, TypeError, ValueError):
+            pass  # not the verb's shape: leave it as the daemon sent it
+    return e
+
+
+# exec: the same choices as `layerfs exec` (src/client/exec.cc), made from protocol verbs.
+def exec_branch_names(commit_id: str) -> Iterator[str]:
+    """Names for the branch a commit REF is forked into: exec-ID12, then exec-ID12-2, -3, ..."""
+    base = f"exec-{commit_id[:12]}"
+    yield base
+    for i in itertools.count(2):
+        yield f"{base}-{i}"
+
+
+def exec_message(command: Sequence[str] | str) -> str:
+    """The default message of an exec's Commit: "exec: CMD ARGS", at most 200 characters."""
+    msg = "exec: " + (command if isinstance(command, str) else " ".join(command))
+    return msg if len(msg) <= 200 else msg[:197] + "..."
+
+
+def check_exec(command: Sequence[str] | str, isolate: bool, no_network: bool) -> list[str]:
+    """The command's argv (a str under ``/bin/sh -c``), after the checks made before anything is
+    mounted: a command, ``no_network`` only with ``isolate``, bubblewrap there for ``isolate``."""
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+    if not argv:
+        raise errors.make_error("EINVAL", "exec: no command")
+    if no_network and not isolate:
+        raise errors.make_error("EINVAL", "exec: no_network needs isolate")
+    if isolate and not (os.access("/usr/bin/bwrap", os.X_OK) or os.access("/bin/bwrap", os.X_OK)):
+        raise errors.make_error("ENOENT", "isolate needs bubblewrap (bwrap): apt-get install bubblewrap")
+    return argv
+
+
+def exec_argv(command: Sequence[str] | str, mountpoint: str, store: str, isolate: bool,
+              no_network: bool) -> list[str]:
+    """The command line to run: a str under ``/bin/sh -c``; with ``isolate`` inside bubblewrap
+    exactly as ``layerfs exec --isolate`` builds it (docs/design.md, "Agent interface": the
+    Workspace writable at /workspace, the host's system read-only, a private /tmp, /dev and
+    /proc, the Store hidden, new PID/IPC/UTS namespaces, no capabilities; ``no_network``: only a
+    private loopback)."""
+    argv = check_exec(command, isolate, no_network)
+    if not isolate:
+        return argv
+    a = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+         "--unshare-cgroup-try", "--cap-drop", "ALL"]
+    if no_network:
+        a.append("--unshare-net")
+    for n in sorted(os.listdir("/")):
+        if n in ("proc", "dev", "tmp", "workspace"):
+            continue
+        p = "/" + n
+        if os.path.islink(p):
+            a += ["--symlink", os.readlink(p), p]
+        else:
+            a += ["--ro-bind", p, p]
+    a += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if store and store != "/" and not store.startswith("/tmp/"):
+        a += ["--tmpfs", store, "--remount-ro", store]
+    a += ["--bind", mountpoint, "/workspace", "--remount-ro", "/", "--chdir", "/workspace", "--setenv", "PWD",
+          "/workspace", "--"]
+    return a + argv
+
+
+def exec_env(env: Mapping[str, str] | None, mountpoint: str, isolate: bool) -> dict[str, str]:
+    """The command's environment: ``env`` (default: this process's) with PWD at the mount."""
+    out = dict(os.environ if env is None else env)
+    if not isolate:
+        out["PWD"] = mountpoint
+    return out
+
+
+def signal_name(num: int) -> str:
+    """A signal's name without "SIG", as ``layerfs exec --json`` gives it ("KILL")."""
+    try:
+        return signal.Signals(num).name[3:]
+    except ValueError:
+        return str(num)

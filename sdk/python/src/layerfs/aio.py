@@ -25,6 +25,7 @@ from .types import (
     ExportResult,
     GcResult,
     ImportResult,
+    MergeResult,
     Mount,
     ResetResult,
     Stats,
@@ -83,8 +84,8 @@ class AsyncStore:
     async def init(cls, path: PathArg, *, policy: str | None = None, from_dir: PathArg | None = None,
                    message: str | None = None, **open_kw: Any) -> AsyncStore:
         """Creates a Store at ``path`` (``layerfs init``), then opens it (see ``Store.init``)."""
-        await asyncio.to_thread(_core.run_init, os.fspath(path), policy,
-                                os.fspath(from_dir) if from_dir is not None else None, message)
+        await asyncio.to_thread(_core.run_init, os.path.abspath(os.fspath(path)), policy,
+                                os.path.abspath(os.fspath(from_dir)) if from_dir is not None else None, message)
         return await cls.open(path, **open_kw)
 
     async def close(self) -> None:
@@ -150,7 +151,11 @@ class AsyncStore:
             self._idle.append(c)
 
     async def _run(self, call: Call[T], progress: ProgressCallback | None = None) -> T:
-        return call.parse(await self._request(call.verb, call.args, progress or self.progress))
+        try:
+            result = await self._request(call.verb, call.args, progress or self.progress)
+        except errors.LayerFSError as e:
+            raise _core.with_result(e, call) from None
+        return call.parse(result)
 
     async def _request(self, verb: str, args: Mapping[str, Any], progress: ProgressCallback | None) -> Any:
         try:
@@ -290,9 +295,10 @@ class AsyncStore:
                          append: bool = False) -> int:
         """Writes a file of a live Workspace (see ``Store.write_file``)."""
         raw = _core.as_bytes(data)
+        bits = _core.mode_string(mode)
         size = 0
         for i in range(0, max(len(raw), 1), _core.CHUNK):
-            size = await self._run(_core.write_file(target, path, raw[i:i + _core.CHUNK], mode, append or i > 0))
+            size = await self._run(_core.write_file(target, path, raw[i:i + _core.CHUNK], bits, append or i > 0))
         return size
 
     async def list_dir(self, target: PathArg, path: str | None = None) -> list[DirEntry]:
@@ -303,57 +309,106 @@ class AsyncStore:
         """Removes a path of a live Workspace (see ``Store.remove_path``)."""
         await self._run(_core.remove_path(target, path, recursive))
 
-    async def exec(self, ref: str, command: Sequence[str] | str, *, commit: str | None = None,
-                   mountpoint: PathArg | None = None, capture_output: bool = False, input: bytes | None = None,
-                   env: Mapping[str, str] | None = None, timeout: float | None = None) -> ExecResult:
+    async def merge(self, source: str, into: PathArg | None = None, *, message: str | None = None,
+                    ff_only: bool = False, no_ff: bool = False, strategy: str | None = None,
+                    strategy_option: str | None = None) -> MergeResult:
+        """Merges ``source`` into ``into`` (see ``Store.merge``)."""
+        return await self._run(_core.merge(source, into, message, ff_only, no_ff, strategy, strategy_option))
+
+    async def cherry_pick(self, commit: str, into: PathArg | None = None, *,
+                          strategy_option: str | None = None) -> MergeResult:
+        """Applies ``commit``'s change onto ``into`` (see ``Store.cherry_pick``)."""
+        return await self._run(_core.pick("cherry_pick", commit, into, strategy_option))
+
+    async def revert(self, commit: str, into: PathArg | None = None, *,
+                     strategy_option: str | None = None) -> MergeResult:
+        """Undoes ``commit``'s change on ``into`` (see ``Store.revert``)."""
+        return await self._run(_core.pick("revert", commit, into, strategy_option))
+
+    async def merge_continue(self, into: PathArg | None = None, *, message: str | None = None,
+                             op: str = "merge") -> MergeResult:
+        """Commits a stopped merge once resolved (see ``Store.merge_continue``)."""
+        return await self._run(_core.merge_step(op, into, message, "continue"))
+
+    async def merge_abort(self, into: PathArg | None = None, *, op: str = "merge") -> MergeResult:
+        """Ends a stopped merge, putting the Workspace back (see ``Store.merge_abort``)."""
+        return await self._run(_core.merge_step(op, into, None, "abort"))
+
+    async def exec(self, ref: str, command: Sequence[str] | str, *, commit: bool | str = False,
+                   isolate: bool = False, no_network: bool = False, mountpoint: PathArg | None = None,
+                   capture_output: bool = False, input: bytes | None = None, env: Mapping[str, str] | None = None,
+                   timeout: float | None = None) -> ExecResult:
         """Runs ``command`` in ``ref``'s Workspace, mounting it for the run (see ``Store.exec``).
-        On ``timeout`` the command is killed and ``asyncio.TimeoutError`` raised (after unmounting)."""
-        branch, forked, mounted_at = await self._exec_branch(ref)
-        made_dir = False
-        mp = mounted_at
+        Cancelling the task kills the command, then unmounts."""
+        _core.check_exec(command, isolate, no_network)
+        branch, forked, mp = await self._exec_branch(ref)
+        want = os.path.realpath(os.fspath(mountpoint)) if mountpoint is not None else None
+        if mp is not None and want is not None and want != mp:
+            raise errors.make_error("EBUSY", f"branch '{branch}' is mounted at {mp}, not {want}")
+        mounted = made_dir = False
         if mp is None:
-            if mountpoint is None:
-                mp = tempfile.mkdtemp(prefix="layerfs-exec-")
+            if want is None:
+                want = tempfile.mkdtemp(prefix="layerfs-exec.")
                 made_dir = True
-            else:
-                mp = os.path.abspath(os.fspath(mountpoint))
-                if not os.path.exists(mp):
-                    os.makedirs(mp)
-                    made_dir = True
+            elif not os.path.exists(want):
+                os.makedirs(want)
+                made_dir = True
             try:
-                await self.mount(branch, mp)
+                mp = (await self.mount(branch, want)).mountpoint
             except BaseException:
                 if made_dir:
-                    os.rmdir(mp)
+                    os.rmdir(want)
                 raise
-        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-        pipe = asyncio.subprocess.PIPE if capture_output else None
+            mounted = True
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=mp, stdin=asyncio.subprocess.PIPE if input is not None else None,
-                stdout=pipe, stderr=pipe, env=dict(env) if env is not None else None)
+            argv = _core.exec_argv(command, mp, self.path, isolate, no_network)
+            pipe = asyncio.subprocess.PIPE if capture_output else None
             try:
-                out, err = await asyncio.wait_for(proc.communicate(input), timeout)
+                proc = await asyncio.create_subprocess_exec(
+                    *argv, cwd=mp, env=_core.exec_env(env, mp, isolate),
+                    stdin=asyncio.subprocess.PIPE if input is not None else None, stdout=pipe, stderr=pipe)
+            except OSError as e:
+                raise errors.make_error("EACCES" if e.errno == 13 else "ENOENT",
+                                        f"exec: {argv[0]}: {e.strerror}") from None
+            talk = asyncio.ensure_future(proc.communicate(input))
+            try:
+                out, err = await asyncio.wait_for(asyncio.shield(talk), timeout)
+            except asyncio.TimeoutError:
+                proc.kill()
+                out, err = await talk
             except BaseException:
                 if proc.returncode is None:
                     proc.kill()
-                    await proc.wait()
+                await asyncio.gather(talk, return_exceptions=True)
                 raise
-            cid = await self.commit(mp, commit) if commit is not None else None
+            cid = None
+            if commit is not False:
+                cid = await self.commit(mp, _core.exec_message(command) if commit is True else str(commit))
         finally:
-            if mounted_at is None:
+            if mounted:
                 await self.umount(mp)
-                if made_dir:
-                    os.rmdir(mp)
-        assert proc.returncode is not None
-        return ExecResult(returncode=proc.returncode, branch=branch, mountpoint=mp, commit=cid,
-                          stdout=out, stderr=err, forked=forked)
+                if made_dir and want is not None:
+                    os.rmdir(want)
+        code = proc.returncode
+        assert code is not None
+        return ExecResult(exit_code=128 - code if code < 0 else code,
+                          signal=_core.signal_name(-code) if code < 0 else None, branch=branch, mountpoint=mp,
+                          mounted=mounted, forked=forked, isolated=isolate, commit=cid, stdout=out, stderr=err)
 
     async def _exec_branch(self, ref: str) -> tuple[str, bool, str | None]:
-        for b in await self.branches():
+        """The branch exec runs in, whether it was forked, and its mountpoint if mounted."""
+        branches = await self.branches()
+        for b in branches:
             if b.name == ref:
                 return ref, False, b.mountpoint
         head = (await self.log(ref, 1))[0].id
-        name = _core.exec_branch_name(head)
-        await self.fork(name, head)
-        return name, True, None
+        taken = {b.name for b in branches}
+        for name in _core.exec_branch_names(head):
+            if name in taken:
+                continue
+            try:
+                await self.fork(name, head)
+            except errors.Exists:
+                continue
+            return name, True, None
+        raise AssertionError("unreachable")

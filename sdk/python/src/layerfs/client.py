@@ -28,6 +28,7 @@ from .types import (
     ExportResult,
     GcResult,
     ImportResult,
+    MergeResult,
     Mount,
     ResetResult,
     Stats,
@@ -114,8 +115,11 @@ class Store:
     def init(cls, path: PathArg, *, policy: str | None = None, from_dir: PathArg | None = None,
              message: str | None = None, **open_kw: Any) -> Store:
         """Creates a Store at ``path`` (``layerfs init``: branch main, policy W/C/M such as
-        "16/8/8", optionally a first Commit of ``from_dir``), then opens it."""
-        _core.run_init(os.fspath(path), policy, os.fspath(from_dir) if from_dir is not None else None, message)
+        "16/8/8", optionally a first Commit of ``from_dir``), then opens it. ``layerfs`` is
+        ``$LAYERFS``, else the first on PATH. Failures by code: Exists (a non-empty directory is
+        there), InvalidArgument (a bad policy), NotFound (no parent directory, no ``from_dir``)."""
+        _core.run_init(os.path.abspath(os.fspath(path)), policy,
+                       os.path.abspath(os.fspath(from_dir)) if from_dir is not None else None, message)
         return cls.open(path, **open_kw)
 
     def close(self) -> None:
@@ -175,7 +179,11 @@ class Store:
         c.close()
 
     def _run(self, call: Call[T], progress: ProgressCallback | None = None) -> T:
-        return call.parse(self._request(call.verb, call.args, progress or self.progress))
+        try:
+            result = self._request(call.verb, call.args, progress or self.progress)
+        except errors.LayerFSError as e:
+            raise _core.with_result(e, call) from None
+        return call.parse(result)
 
     def _request(self, verb: str, args: Mapping[str, Any], progress: ProgressCallback | None) -> Any:
         try:
@@ -216,7 +224,7 @@ class Store:
     def request(self, verb: str, args: Mapping[str, Any] | None = None,
                 progress: ProgressCallback | None = None) -> Any:
         """Sends any verb of the protocol with ``args`` by the protocol's names and returns its
-        raw JSON result (for verbs newer than this SDK's methods, such as merge or remotes)."""
+        raw JSON result (for verbs or arguments newer than this SDK's methods)."""
         return self._run(_core.raw(verb, args), progress)
 
     # -- branches and history --------------------------------------------------------------------
@@ -335,11 +343,14 @@ class Store:
     def write_file(self, target: PathArg, path: str, data: bytes | str, mode: int | str | None = None,
                    append: bool = False) -> int:
         """Writes ``data`` (str is UTF-8) to ``path`` in ``target``'s live Workspace, replacing
-        the file (or appending); a mounted branch's users see it at once. Returns the size."""
+        the file (or appending); missing parent directories are made. ``mode`` sets the
+        permission bits (``0o755`` or ``"0755"``; a new file is 0644 without it). A mounted
+        branch's users see the change at once. Returns the file's size after the write."""
         raw = _core.as_bytes(data)
+        bits = _core.mode_string(mode)
         size = 0
         for i in range(0, max(len(raw), 1), _core.CHUNK):
-            size = self._run(_core.write_file(target, path, raw[i:i + _core.CHUNK], mode, append or i > 0))
+            size = self._run(_core.write_file(target, path, raw[i:i + _core.CHUNK], bits, append or i > 0))
         return size
 
     def list_dir(self, target: PathArg, path: str | None = None) -> list[DirEntry]:
@@ -350,54 +361,136 @@ class Store:
         """Removes ``path`` (a directory only with ``recursive``) from ``target``'s Workspace."""
         self._run(_core.remove_path(target, path, recursive))
 
+    # -- merges ------------------------------------------------------------------------------------
+
+    def merge(self, source: str, into: PathArg | None = None, *, message: str | None = None,
+              ff_only: bool = False, no_ff: bool = False, strategy: str | None = None,
+              strategy_option: str | None = None) -> MergeResult:
+        """Merges ``source`` (a branch, commit, prefix, REF~N or REF^N) into ``into`` (a branch or
+        a mountpoint; default: the mount holding the working directory), as ``layerfs merge``.
+
+        A fast-forward moves the branch; otherwise a merge Commit is made (``message``, default
+        "merge SOURCE"). ``ff_only`` refuses anything but a fast-forward (NotFastForward),
+        ``no_ff`` makes a merge Commit even when a fast-forward is possible. ``strategy`` "ours"
+        or "theirs" takes that side's whole tree; ``strategy_option`` "ours" or "theirs" resolves
+        each conflict with that side. A mounted branch (or one with uncommitted changes) merges
+        through its Workspace, live in the mount.
+
+        Conflicts raise ``Conflict`` whose ``.result`` is this MergeResult: for a mounted branch
+        the merge has stopped there (``stopped``) with the conflicts written into the mount, to be
+        resolved and then ``merge_continue`` (or ``merge_abort``); otherwise nothing changed."""
+        return self._run(_core.merge(source, into, message, ff_only, no_ff, strategy, strategy_option))
+
+    def cherry_pick(self, commit: str, into: PathArg | None = None, *,
+                    strategy_option: str | None = None) -> MergeResult:
+        """Applies the change ``commit`` made (against its first parent) onto ``into`` as a new
+        Commit (``layerfs cherry-pick``); conflicts as for ``merge``."""
+        return self._run(_core.pick("cherry_pick", commit, into, strategy_option))
+
+    def revert(self, commit: str, into: PathArg | None = None, *, strategy_option: str | None = None) -> MergeResult:
+        """Undoes the change ``commit`` made, as a new Commit on ``into`` (``layerfs revert``);
+        conflicts as for ``merge``."""
+        return self._run(_core.pick("revert", commit, into, strategy_option))
+
+    def merge_continue(self, into: PathArg | None = None, *, message: str | None = None,
+                       op: str = "merge") -> MergeResult:
+        """Commits a stopped merge once its conflicts are resolved in the mount (``layerfs
+        merge --continue``; ``op`` "cherry-pick" or "revert" for those, which take no
+        ``message``). Conflict again while some are still unresolved."""
+        return self._run(_core.merge_step(op, into, message, "continue"))
+
+    def merge_abort(self, into: PathArg | None = None, *, op: str = "merge") -> MergeResult:
+        """Puts the Workspace back as it was before the stopped merge (``--abort``); the result
+        has ``aborted`` set."""
+        return self._run(_core.merge_step(op, into, None, "abort"))
+
     # -- exec (client side: mount, run, commit, umount) -------------------------------------------
 
-    def exec(self, ref: str, command: Sequence[str] | str, *, commit: str | None = None,
-             mountpoint: PathArg | None = None, capture_output: bool = False, input: bytes | None = None,
-             env: Mapping[str, str] | None = None, timeout: float | None = None) -> ExecResult:
-        """Runs ``command`` with its working directory in ``ref``'s Workspace, like
-        ``layerfs exec``: the branch is mounted for the run (at ``mountpoint`` or a fresh temporary
-        directory) unless it is mounted already, and unmounted after. A str command runs under
-        ``/bin/sh -c``. ``commit=MESSAGE`` commits what the command left, whatever its exit status.
-        When ``ref`` is not a branch but a commit, it is forked first under a new name
-        (``result.branch``, ``result.forked``). Standard streams pass through unless
-        ``capture_output``. The result's ``returncode`` is negative when a signal killed it."""
-        branch, forked, mounted_at = self._exec_branch(ref)
-        made_dir = False
-        mp = mounted_at
+    def exec(self, ref: str, command: Sequence[str] | str, *, commit: bool | str = False, isolate: bool = False,
+             no_network: bool = False, mountpoint: PathArg | None = None, capture_output: bool = False,
+             input: bytes | None = None, env: Mapping[str, str] | None = None,
+             timeout: float | None = None) -> ExecResult:
+        """Runs ``command`` with its working directory in ``ref``'s Workspace, as ``layerfs
+        exec`` does (docs/protocol.md): a branch that is not mounted is mounted for the run (at
+        ``mountpoint``, made if missing, or a fresh temporary directory) and unmounted after, even
+        when the command or the commit fails; a mounted one runs in its mount (Busy when
+        ``mountpoint`` names another place). When ``ref`` is a commit, not a branch, it is forked
+        first into ``exec-ID12`` (``-2``, ``-3``... when taken): ``result.branch``,
+        ``result.forked``.
+
+        A str command runs under ``/bin/sh -c``. ``commit`` commits what the command left,
+        whatever its exit status: True with the message "exec: COMMAND", or a str as the message.
+        ``isolate`` runs it in the same bubblewrap sandbox as ``layerfs exec --isolate`` (the
+        Workspace writable at /workspace, the host's system read-only); ``no_network`` (with
+        ``isolate``) gives it only a private loopback. Standard streams pass through unless
+        ``capture_output`` (``input`` is fed to stdin). After ``timeout`` seconds the command is
+        killed (SIGKILL), which the result shows. A command that cannot be started raises
+        NotFound (or PermissionDenied) after the cleanup."""
+        _core.check_exec(command, isolate, no_network)
+        branch, forked, mp = self._exec_branch(ref)
+        want = os.path.realpath(os.fspath(mountpoint)) if mountpoint is not None else None
+        if mp is not None and want is not None and want != mp:
+            raise errors.make_error("EBUSY", f"branch '{branch}' is mounted at {mp}, not {want}")
+        mounted = made_dir = False
         if mp is None:
-            if mountpoint is None:
-                mp = tempfile.mkdtemp(prefix="layerfs-exec-")
+            if want is None:
+                want = tempfile.mkdtemp(prefix="layerfs-exec.")
                 made_dir = True
-            else:
-                mp = os.path.abspath(os.fspath(mountpoint))
-                if not os.path.exists(mp):
-                    os.makedirs(mp)
-                    made_dir = True
+            elif not os.path.exists(want):
+                os.makedirs(want)
+                made_dir = True
             try:
-                self.mount(branch, mp)
+                mp = self.mount(branch, want).mountpoint
             except BaseException:
                 if made_dir:
-                    os.rmdir(mp)
+                    os.rmdir(want)
                 raise
-        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+            mounted = True
         try:
-            proc = subprocess.run(argv, cwd=mp, input=input, capture_output=capture_output,
-                                  env=dict(env) if env is not None else None, timeout=timeout)
-            cid = self.commit(mp, commit) if commit is not None else None
+            argv = _core.exec_argv(command, mp, self.path, isolate, no_network)
+            pipe = subprocess.PIPE if capture_output else None
+            try:
+                proc = subprocess.Popen(argv, cwd=mp, env=_core.exec_env(env, mp, isolate),
+                                        stdin=subprocess.PIPE if input is not None else None, stdout=pipe, stderr=pipe)
+            except OSError as e:
+                raise errors.make_error("EACCES" if e.errno == 13 else "ENOENT",
+                                        f"exec: {argv[0]}: {e.strerror}") from None
+            try:
+                out, err = proc.communicate(input, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+            cid = None
+            if commit is not False:
+                cid = self.commit(mp, _core.exec_message(command) if commit is True else str(commit))
         finally:
-            if mounted_at is None:
+            if mounted:
                 self.umount(mp)
-                if made_dir:
-                    os.rmdir(mp)
-        return ExecResult(returncode=proc.returncode, branch=branch, mountpoint=mp, commit=cid,
-                          stdout=proc.stdout, stderr=proc.stderr, forked=forked)
+                if made_dir and want is not None:
+                    os.rmdir(want)
+        code = proc.returncode
+        return ExecResult(exit_code=128 - code if code < 0 else code,
+                          signal=_core.signal_name(-code) if code < 0 else None, branch=branch, mountpoint=mp,
+                          mounted=mounted, forked=forked, isolated=isolate, commit=cid, stdout=out, stderr=err)
 
     def _exec_branch(self, ref: str) -> tuple[str, bool, str | None]:
-        for b in self.branches():
+        """The branch exec runs in, whether it was forked, and its mountpoint if mounted."""
+        branches = self.branches()
+        for b in branches:
             if b.name == ref:
                 return ref, False, b.mountpoint
         head = self.log(ref, 1)[0].id  # NotFound when ref names nothing
-        name = _core.exec_branch_name(head)
-        self.fork(name, head)
-        return name, True, None
+        taken = {b.name for b in branches}
+        for name in _core.exec_branch_names(head):
+            if name in taken:
+                continue
+            try:
+                self.fork(name, head)
+            except errors.Exists:
+                continue
+            return name, True, None
+        raise AssertionError("unreachable")

@@ -35,10 +35,12 @@ ChangeKind = Literal["A", "D", "M", "T", "P"]
 
 @dataclass(frozen=True)
 class TreeEntry:
-    """One side of a change: what a path was or became."""
+    """One side of a change: what a path was or became. ``type`` is file, dir, symlink, char,
+    block, fifo or socket; ``mode`` the permission bits as four octal digits ("0644"); ``id`` the
+    content of a file or directory; ``target`` a symlink's."""
 
     type: str
-    mode: str | int
+    mode: str
     size: int
     id: str | None = None
     target: str | None = None
@@ -131,28 +133,50 @@ class Mount:
 
 @dataclass(frozen=True)
 class MergeConflict:
-    """A path a merge could not reconcile (its fields follow the merge section of docs/design.md)."""
+    """A path a merge could not reconcile. ``kind`` names the conflict (content, add/add,
+    modify/delete, ...: docs/design.md, "Merge"); ``base``, ``ours`` and ``theirs`` are each side's
+    content id (a symlink's target), None where that side has no such path; ``sides`` are the
+    files written beside it for the sides that could not stay at ``path``."""
 
     path: str
-    kind: str | None = None
-    ours: Any = None
-    theirs: Any = None
-    base: Any = None
+    kind: str
+    base: str | None = None
+    ours: str | None = None
+    theirs: str | None = None
+    sides: list[str] = field(default_factory=list)
+    resolved: bool | None = None
+    """Only from ``status`` while a merge is under way: whether the path has been resolved."""
 
     @classmethod
     def from_json(cls, data: Any) -> MergeConflict:
-        if isinstance(data, str):
-            return cls(path=data)
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class MergeState:
+    """A merge stopped on conflicts and under way in a Workspace (``status``)."""
+
+    source: str
+    """What was merged, as it was named."""
+    theirs: str
+    """Its Commit."""
+    unresolved: int
+    """How many conflicts are still open."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> MergeState:
         return _build(cls, data)
 
 
 @dataclass(frozen=True)
 class WorkspaceStatus:
-    """Uncommitted changes of a branch's Workspace (and merge conflicts, if one is under way)."""
+    """Uncommitted changes of a branch's Workspace; while a merge stopped on conflicts is under
+    way, ``merging`` describes it and ``conflicts`` lists them (each with ``resolved``)."""
 
-    branch: str | None
+    branch: str
     changes: list[Change] = field(default_factory=list)
     conflicts: list[MergeConflict] = field(default_factory=list)
+    merging: MergeState | None = None
 
     @classmethod
     def from_json(cls, data: Any) -> WorkspaceStatus:
@@ -161,7 +185,42 @@ class WorkspaceStatus:
             s,
             changes=[Change.from_json(x) for x in (s.changes or [])],
             conflicts=[MergeConflict.from_json(x) for x in (s.conflicts or [])],
+            merging=MergeState.from_json(s.merging) if s.merging is not None else None,
         )
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What a merge, cherry-pick or revert did (or, with ``--abort``, undid).
+
+    ``commit`` is the new head (None when the merge stopped or had conflicts); ``fast_forward``
+    and ``up_to_date`` say how it got there; ``base`` is the merge base (``bases`` all of them),
+    ``ours`` and ``theirs`` the two sides; ``stopped`` is True when it stopped in a mounted
+    Workspace for the conflicts to be resolved there (then ``merge_continue`` or ``merge_abort``).
+    A merge with conflicts raises ``Conflict`` carrying this as ``.result``.
+    """
+
+    op: str
+    """"merge", "cherry-pick" or "revert"."""
+    branch: str
+    commit: str | None = None
+    fast_forward: bool = False
+    up_to_date: bool = False
+    base: str | None = None
+    bases: list[str] = field(default_factory=list)
+    ours: str | None = None
+    theirs: str | None = None
+    stopped: bool = False
+    conflicts: list[MergeConflict] = field(default_factory=list)
+    mountpoint: str | None = None
+    """Where the branch is mounted, when the merge went through its mount."""
+    aborted: bool = False
+    """True for the result of an abort (which has only ``op`` and ``branch`` besides)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> MergeResult:
+        r = _build(cls, data)
+        return dataclasses.replace(r, conflicts=[MergeConflict.from_json(x) for x in (r.conflicts or [])])
 
 
 @dataclass(frozen=True)
@@ -250,12 +309,14 @@ class GcResult:
 
 @dataclass(frozen=True)
 class DirEntry:
-    """One entry of ``list_dir``."""
+    """One entry of ``list_dir``: ``type`` is file, dir, symlink, char, block, fifo or socket;
+    ``mode`` the permission bits as four octal digits ("0644"); ``target`` a symlink's."""
 
     name: str
     type: str
-    mode: str | int = 0
+    mode: str
     size: int = 0
+    target: str | None = None
 
     @classmethod
     def from_json(cls, data: Any) -> DirEntry:
@@ -264,14 +325,14 @@ class DirEntry:
 
 @dataclass(frozen=True)
 class Progress:
-    """A progress event of long work: phases ``import``, ``export``, ``verify``, ``gc-mark``,
-    ``gc-sweep`` (and push, fetch, clone, pull once they exist); at most ten a second, and one with
-    ``done`` when a phase ends.
+    """A progress event of long work (import, export, verify, gc, push, fetch, pull, clone): at
+    most ten a second, and one with ``done`` when a phase ends.
 
     Every field but ``phase`` may be None: totals are not always known.
     """
 
     phase: str
+    """import, export, verify, gc-mark, gc-sweep, or a transfer's (push, fetch, clone, pull)."""
     objects: int | None = None
     objects_total: int | None = None
     bytes: int | None = None
@@ -288,17 +349,25 @@ class Progress:
 
 @dataclass(frozen=True)
 class ExecResult:
-    """What ``exec`` ran: the command's exit status (negative: killed by that signal), its output
-    when captured, the branch and mountpoint it ran in, and the Commit it made (with ``commit=``)."""
+    """What ``exec`` ran, with the fields ``layerfs exec --json`` prints, and the command's output
+    when it was captured."""
 
-    returncode: int
+    exit_code: int
+    """The command's exit status; 128 + N when signal N killed it (as a shell reports it)."""
+    signal: str | None
+    """The name of the signal that killed the command ("KILL"), or None."""
     branch: str
     mountpoint: str
+    mounted: bool
+    """True when exec mounted the branch for the run (and unmounted it after)."""
+    forked: bool
+    """True when REF was a commit and exec forked it into ``branch`` first."""
+    isolated: bool
+    """True when the command ran in the bubblewrap sandbox."""
     commit: str | None = None
+    """The Commit made of what the command left (with ``commit=``)."""
     stdout: bytes | None = None
     stderr: bytes | None = None
-    forked: bool = False
-    """True when REF was a commit and exec forked it into ``branch`` first."""
 
 
 class Stats(TypedDict, total=False):
