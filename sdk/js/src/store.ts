@@ -287,9 +287,10 @@ export class Store {
     await this.call("branch_delete", { name });
   }
 
-  /** Commits newest first along first parents from `ref` (default main). */
-  log(ref = "main", opts: { maxCount?: number } = {}): Promise<Commit[]> {
-    return this.call("log", args({ ref, max_count: opts.maxCount }));
+  /** Commits newest first along first parents from `ref` (default main); with `graph`, every
+   * Commit reachable through all parents, children before their parents (`layerfs log --graph`). */
+  log(ref = "main", opts: { maxCount?: number; graph?: boolean } = {}): Promise<Commit[]> {
+    return this.call("log", args({ ref, max_count: opts.maxCount, graph: opts.graph }));
   }
 
   /** A Commit with `changes`: the paths it changed against its first parent. */

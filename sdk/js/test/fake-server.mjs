@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 const S = "string", N = "number", B = "boolean", L = "array";
 export const ARGS = {
   branches: {}, mounts: {}, stats: {}, gc: {},
-  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N },
+  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B },
   show: { commit: S }, diff: { a: S, b: S }, cat: { commit: S, path: S, offset: N, length: N },
   export: { commit: S, dir: S },
   import: { dir: S, branch: S, message: S },

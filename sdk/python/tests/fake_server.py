@@ -27,7 +27,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "branches": {},
     "fork": {"name": (str,), "from": (str,)},
     "branch_delete": {"name": (str,)},
-    "log": {"ref": (str,), "max_count": (int,)},
+    "log": {"ref": (str,), "max_count": (int,), "graph": (bool,)},
     "show": {"commit": (str,)},
     "diff": {"a": (str,), "b": (str,)},
     "cat": {"commit": (str,), "path": (str,), "offset": (int,), "length": (int,)},

@@ -85,7 +85,7 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
 
         out = tmp_path / "export"
         ex = s.export(c1, out)
-        assert ex.commit == c1 and ex.files == 2
+        assert ex.commit == c1 and ex.files == 3  # entries written: src, src/a.bin, notes.txt
         assert (out / "src" / "a.bin").read_bytes() == payload
 
         # Files of the live Workspace through the protocol; the mount sees them at once.
@@ -95,7 +95,7 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         assert (mp / "api.txt").read_bytes() == b"from the sdk\nmore\n"
         (mp / "shell.txt").write_bytes(b"written by the shell")
         assert s.read_file("try", "shell.txt") == b"written by the shell"
-        assert s.read_file("try", "shell.txt", offset=11, length=5) == b"by th"
+        assert s.read_file("try", "shell.txt", offset=8, length=5) == b"by th"
         names = {e.name: e for e in s.list_dir("try")}
         assert {"api.txt", "shell.txt", "notes.txt", "src"} <= set(names)
         assert names["src"].type == "dir" and names["src"].mode == "0755" and names["shell.txt"].size == 20
@@ -143,7 +143,8 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         assert st["commits"] >= 5 and st["branches"] == 2 and st["policy"] == "16/8/8"
         assert st["allocated_bytes"] > 0
         v = s.verify()
-        assert v.ok and v.problems == [] and v.commits >= 5 and v.objects > 0
+        assert v.ok and v.problems == [] and v.objects > 0
+        assert v.commits == 4  # reachable from a branch: root, c1, c3 on try, the import on main (c2 was reset away)
         assert s.verify([c1]).ok
         s.branch_delete("try")
         assert [b.name for b in s.branches()] == ["main"]
@@ -359,9 +360,10 @@ def test_exec_isolated(real_store: Path, tmp_path: Path) -> None:
         p = s.exec("iso", f"ls -A '{real_store}' | wc -l", isolate=True, capture_output=True)
         assert p.stdout == b"0\n"
         # /tmp inside is private; the network is cut with no_network.
-        p = s.exec("iso", "cat /sys/class/net/*/operstate 2>/dev/null | wc -l; ls /sys/class/net", isolate=True,
-                   no_network=True, capture_output=True)
-        assert p.stdout is not None and p.stdout.split()[1:] == [b"lo"]
+        # (/proc/net is the command's own network namespace; /sys/class/net is the host's, bound read-only.)
+        p = s.exec("iso", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '", isolate=True, no_network=True,
+                   capture_output=True)
+        assert p.exit_code == 0 and p.stdout == b"lo\n"
         k = s.exec("iso", "kill -TERM $$", isolate=True)
         assert k.exit_code == 143
 
@@ -413,8 +415,8 @@ def test_merge_on_real_mounts(real_store: Path, tmp_path: Path) -> None:
         # Again, resolved by hand in the mount, then continue: a merge Commit with two parents.
         with pytest.raises(layerfs.Conflict):
             s.merge("y", "x")  # by branch name: through its mount
-        with pytest.raises(layerfs.Conflict):
-            s.merge_continue(mp)  # still unresolved
+        with pytest.raises(layerfs.Busy):
+            s.merge_continue(mp)  # still unresolved: the merge stays stopped
         (mp / "f.txt").write_text("both\n")
         st = s.status("x")
         assert st.merging is not None and st.merging.unresolved == 0 and st.conflicts[0].resolved is True

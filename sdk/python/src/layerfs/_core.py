@@ -330,8 +330,8 @@ def branch_delete(name: str) -> Call[None]:
     return Call("branch_delete", {"name": name}, _none)
 
 
-def log(ref: str, max_count: int | None) -> Call[list[Commit]]:
-    return Call("log", _args(ref=ref, max_count=max_count), _list(Commit))
+def log(ref: str, max_count: int | None, graph: bool = False) -> Call[list[Commit]]:
+    return Call("log", _args(ref=ref, max_count=max_count, graph=graph), _list(Commit))
 
 
 def show(commit: str) -> Call[Commit]:

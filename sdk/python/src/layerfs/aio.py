@@ -211,9 +211,9 @@ class AsyncStore:
         """Deletes branch ``name`` (see ``Store.branch_delete``)."""
         await self._run(_core.branch_delete(name))
 
-    async def log(self, ref: str = "main", max_count: int | None = None) -> list[Commit]:
+    async def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False) -> list[Commit]:
         """Commits newest first from ``ref`` (see ``Store.log``)."""
-        return await self._run(_core.log(ref, max_count))
+        return await self._run(_core.log(ref, max_count, graph))
 
     async def show(self, commit: str) -> Commit:
         """A Commit with its changes (see ``Store.show``)."""

@@ -243,9 +243,11 @@ class Store:
         stay until ``gc`` frees what no branch reaches."""
         self._run(_core.branch_delete(name))
 
-    def log(self, ref: str = "main", max_count: int | None = None) -> list[Commit]:
-        """Commits newest first along first parents from ``ref``; at most ``max_count``."""
-        return self._run(_core.log(ref, max_count))
+    def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False) -> list[Commit]:
+        """Commits newest first along first parents from ``ref``; at most ``max_count``. With
+        ``graph``, every Commit reachable through all parents, children before their parents
+        (``layerfs log --graph``)."""
+        return self._run(_core.log(ref, max_count, graph))
 
     def show(self, commit: str) -> Commit:
         """A Commit with ``changes``: the paths it changed against its first parent."""
