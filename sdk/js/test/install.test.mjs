@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,5 +42,28 @@ test("npm install of the package directory, then import and type-check", () => {
     assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
   } finally {
     rmSync(app, { recursive: true, force: true });
+  }
+});
+
+test("npm install of a fresh checkout's package directory builds it (prepare installs tsc first)", () => {
+  const root = mkdtempSync(join(tmpdir(), "layerfs-js-fresh-"));
+  try {
+    const fresh = join(root, "js");
+    cpSync(SDK, fresh, { recursive: true, filter: (p) => !/\/(node_modules|dist)(\/|$)/.test(p.slice(SDK.length - 1)) });
+    assert.ok(!existsSync(join(fresh, "node_modules")) && !existsSync(join(fresh, "dist")));
+    const app = join(root, "app");
+    mkdirSync(app);
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+    const npm = spawnSync("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", fresh],
+      { cwd: app, encoding: "utf8" });
+    assert.equal(npm.status, 0, npm.stdout + npm.stderr);
+    assert.ok(existsSync(join(fresh, "dist", "index.d.ts")), "prepare built dist/");
+    const run = spawnSync(process.execPath, ["--input-type=module", "-e",
+      "import { Store, PROTOCOL_VERSION } from 'layerfs'; console.log(typeof Store.open, PROTOCOL_VERSION);"],
+      { cwd: app, encoding: "utf8" });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout.trim(), "function 1");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
 });
