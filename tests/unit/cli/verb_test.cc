@@ -107,6 +107,12 @@ TEST(CommandLine, PrintsTextJsonAndErrors) {
   o.out.clear();
   EXPECT_EQ(PrintOutcome(cl, Status::Ok(), r, o), 0);
   EXPECT_EQ(json::parse(o.out), r);
+  // With --json a failure is the protocol's error object, so a program keeps its code.
+  EXPECT_EQ(PrintOutcome(cl, Status::Exists("branch 'x' already exists"), nullptr, o), 1);
+  EXPECT_EQ(json::parse(o.err), (json{{"error", {{"code", "EEXIST"}, {"errno", 17}, {"message", "branch 'x' already exists"}}}}));
+  EXPECT_EQ(o.err.back(), '\n');
+  o.err.clear();
+  cl.as_json = false;
   EXPECT_EQ(PrintOutcome(cl, Status::Exists("branch 'x' already exists"), nullptr, o), 1);
   EXPECT_EQ(o.err, "layerfs: branch 'x' already exists\n");
   // verify's damaged objects: a result to the protocol, a failure to the shell.
