@@ -35,7 +35,7 @@ void PrintChanges(const json& d, bool stat, Output& o) {
   }
   if (stat)
     o.Outf("{} paths changed: {} added, {} removed, {} modified, {} type changed, {} attributes changed\n", d.size(),
-           counts['A'], counts['D'], counts['M'], counts['T'], counts['P']);
+           counts[int{'A'}], counts[int{'D'}], counts[int{'M'}], counts[int{'T'}], counts[int{'P'}]);
 }
 
 // Git-style lanes, one column per line of history being followed: '*' the commit, '|' the

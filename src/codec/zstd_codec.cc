@@ -45,12 +45,14 @@ Result<ZSTD_CCtx*> PrepareC(int level, size_t window_bytes) {
   return c;
 }
 
-Result<ZSTD_DCtx*> PrepareD() {
+// `window_bytes`: what the writer sized the frame's window for (the decoded size, plus the base
+// of a delta), so a crafted frame header cannot make the decoder allocate a larger window.
+Result<ZSTD_DCtx*> PrepareD(size_t window_bytes) {
   ZSTD_DCtx* d = Ctx().d;
   ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
   size_t r;
   if (ZSTD_isError(r = ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless)) ||
-      ZSTD_isError(r = ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, 31)))
+      ZSTD_isError(r = ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, WindowLogFor(window_bytes) + 1)))
     return ZErr(r, "zstd parameters");
   return d;
 }
@@ -63,24 +65,37 @@ Result<std::string> RunC(ZSTD_CCtx* c, std::string_view src) {
   return out;
 }
 
+// Decodes the whole frame, which must give exactly decoded_size bytes. The output grows with
+// what the frame really yields (from a size the frame's own length suggests), so a record that
+// declares a large size over a short frame costs little memory before it is found out.
 Result<std::string> RunD(ZSTD_DCtx* d, std::string_view frame, size_t decoded_size) {
-  std::string out(decoded_size, '\0');
+  std::string out(std::min(decoded_size, std::max<size_t>(256 << 10, frame.size() * 16)), '\0');
   ZSTD_inBuffer in{frame.data(), frame.size(), 0};
-  ZSTD_outBuffer ob{out.data(), out.size(), 0};
-  // One call decodes the whole frame into the exact-size buffer; a frame that wants more room
-  // or ends early is corrupt.
-  size_t r = ZSTD_decompressStream(d, &ob, &in);
-  if (ZSTD_isError(r)) return ZErr(r, "zstd decompress");
-  if (r != 0 || ob.pos != decoded_size || in.pos != frame.size()) {
-    if (r != 0 && ob.pos == decoded_size && in.pos == frame.size()) {
-      // The decoder may need one more call to notice the frame end with a full output buffer.
-      char extra;
-      ZSTD_outBuffer ob2{&extra, 1, 0};
-      r = ZSTD_decompressStream(d, &ob2, &in);
-      if (!ZSTD_isError(r) && r == 0 && ob2.pos == 0) return out;
+  size_t pos = 0;
+  for (;;) {
+    ZSTD_outBuffer ob{out.data(), out.size(), pos};
+    const size_t in_before = in.pos;
+    size_t r = ZSTD_decompressStream(d, &ob, &in);
+    if (ZSTD_isError(r)) return ZErr(r, "zstd decompress");
+    const bool progress = ob.pos != pos || in.pos != in_before;
+    pos = ob.pos;
+    if (r == 0) break;  // the frame ended
+    if (pos == out.size()) {
+      if (out.size() == decoded_size) {
+        // Full: the decoder may need one more call to see the frame end; any byte more is too long.
+        char extra;
+        ZSTD_outBuffer ob2{&extra, 1, 0};
+        r = ZSTD_decompressStream(d, &ob2, &in);
+        if (!ZSTD_isError(r) && r == 0 && ob2.pos == 0) break;
+        return Status::Corrupt("zstd decompress: frame longer than its declared size");
+      }
+      out.resize(std::min(decoded_size, out.size() * 2));
+    } else if (in.pos == in.size || !progress) {
+      return Status::Corrupt("zstd decompress: truncated frame");
     }
-    return Status::Corrupt("zstd decompress: size mismatch or truncated frame");
   }
+  if (pos != decoded_size || in.pos != frame.size())
+    return Status::Corrupt("zstd decompress: size mismatch or trailing bytes");
   return out;
 }
 
@@ -92,7 +107,7 @@ Result<std::string> Compress(std::string_view src, int level) {
 }
 
 Result<std::string> Decompress(std::string_view frame, size_t decoded_size) {
-  LFS_ASSIGN(ZSTD_DCtx * d, PrepareD());
+  LFS_ASSIGN(ZSTD_DCtx * d, PrepareD(decoded_size));
   return RunD(d, frame, decoded_size);
 }
 
@@ -106,7 +121,7 @@ Result<std::string> EncodeDelta(std::string_view base, std::string_view target, 
 }
 
 Result<std::string> DecodeDelta(std::string_view base, std::string_view delta, size_t decoded_size) {
-  LFS_ASSIGN(ZSTD_DCtx * d, PrepareD());
+  LFS_ASSIGN(ZSTD_DCtx * d, PrepareD(base.size() + decoded_size));
   size_t r = ZSTD_DCtx_refPrefix(d, base.data(), base.size());
   if (ZSTD_isError(r)) return ZErr(r, "zstd prefix");
   return RunD(d, delta, decoded_size);

@@ -31,6 +31,17 @@ const char* KindName(Kind k) {
   return "?";
 }
 
+uint64_t MaxDecodedSize(Kind k) {
+  switch (k) {
+    case Kind::kBlob:
+    case Kind::kChunk: return 2 << 20;
+    case Kind::kChunkList:
+    case Kind::kTree: return 256 << 20;
+    case Kind::kCommit: return 64 << 20;
+  }
+  return 0;
+}
+
 // Record: u8 kind, u8 encoding, varint depth, varint decoded size, [16-byte base], payload.
 Result<RecordInfo> ParseRecord(std::string_view rec, std::string_view* payload) {
   base::Reader r(rec);
@@ -39,6 +50,9 @@ Result<RecordInfo> ParseRecord(std::string_view rec, std::string_view* payload) 
   if (!r.U8(&kind) || !r.U8(&enc) || !r.Varint(&depth) || !r.Varint(&size) || kind < 1 ||
       kind > 5 || enc > 3 || depth > 1024)
     return Status::Corrupt("object record header is damaged");
+  if (size > MaxDecodedSize(static_cast<Kind>(kind)))
+    return Status::Corrupt(fmt::format("object record declares {} bytes, more than a {} holds", size,
+                                       KindName(static_cast<Kind>(kind))));
   RecordInfo info{static_cast<Kind>(kind), static_cast<Encoding>(enc), static_cast<uint32_t>(depth),
                   size, {}, rec.size()};
   if (info.encoding == Encoding::kDelta) {
@@ -141,7 +155,7 @@ Result<RecordInfo> ObjectStore::Info(Kind kind, const ObjectId& id, Txn* txn) {
 }
 
 void ObjectStore::CachePut(const ObjectId& id, const std::string& content) {
-  if (content.size() > tuning_.cache_bytes / 4) return;
+  if (tuning_.cache_bytes == 0 || content.size() > tuning_.cache_bytes / 4) return;
   std::lock_guard l(mu_);
   if (lru_index_.count(id)) return;
   lru_.emplace_front(id, content);
@@ -232,7 +246,7 @@ Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t 
       if (!d.ok()) return d.status().Context(fmt::format("{} {}", KindName(kind), s.id.Hex()));
       content = std::move(*d);
     }
-    if (!base::HashMatches(s.id, content, seed_))
+    if (id_check_ ? !id_check_(kind, s.id, content) : !base::HashMatches(s.id, content, seed_))
       return Status::Corrupt(fmt::format("{} {}: content does not match its hash", KindName(kind), s.id.Hex()));
     if (i == 0 || s.info.depth % 4 == 0 || i + 1 == chain.size()) CachePut(s.id, content);
   }
@@ -330,6 +344,9 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
 
 Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
                                    const std::optional<ObjectId>& base, Txn* txn) {
+  if (content.size() > MaxDecodedSize(kind))
+    return Status::Errorf(EFBIG, "a {} of {} bytes is more than a Store holds (at most {})", KindName(kind),
+                          content.size(), MaxDecodedSize(kind));
   // Dedup with collision defence: an existing object under the same id must hold the same bytes;
   // if not, the next key generation is tried.
   for (int g = 0; g < base::kMaxGenerations; g++) {

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,13 @@ enum class Encoding : uint8_t { kRaw = 0, kZstd = 1, kDelta = 2, kPending = 3 };
 
 kv::Cf CfOf(Kind k);
 const char* KindName(Kind k);
+
+// The most decoded bytes an object of each kind may hold (docs/format.md, "Object records"):
+// file content objects are at most 2 MiB (files of 2 MiB and more are chunked, chunks are at
+// most 1 MiB), trees and chunk lists 256 MiB, commits 64 MiB. A record that declares more is
+// damage and a Put of more fails with EFBIG, so a few crafted bytes can never make a reader
+// allocate gigabytes.
+uint64_t MaxDecodedSize(Kind k);
 
 struct RecordInfo {
   Kind kind;
@@ -72,7 +80,7 @@ struct Tuning {
   uint32_t snapshot_depth = 3;    // at the cap: ancestors this shallow are tried as delta bases
   size_t raw_below = 48 << 10;    // fulls smaller than this are stored raw (RocksDB compresses
                                   // them together, with a dictionary)
-  size_t cache_bytes = 512 << 20; // decoded-content LRU
+  size_t cache_bytes = 512 << 20; // decoded-content LRU (0: none)
   size_t flush_bytes = 256 << 20; // pending bytes that trigger an automatic Flush()
 };
 
@@ -168,6 +176,12 @@ class ObjectStore {
   // Held by gc while it marks and sweeps: no finalization runs meanwhile.
   std::unique_lock<std::mutex> LockFinalize() { return std::unique_lock<std::mutex>(finalize_mu_); }
 
+  // Fuzzing only (tests/fuzz): replaces the check of every decoded object against its id (the
+  // keyed hash) with `check`, so crafted records decode past it; the fuzz targets' check keeps
+  // the object graph acyclic as real ids do. Set before any read; not thread-safe.
+  using IdCheck = std::function<bool(Kind, const ObjectId&, std::string_view content)>;
+  void SetIdCheckForFuzzing(IdCheck check) { id_check_ = std::move(check); }
+
   uint64_t seed() const { return seed_; }
   const Policy& policy() const { return policy_; }
   kv::Kv* kv() { return kv_; }
@@ -191,6 +205,7 @@ class ObjectStore {
   uint64_t seed_;
   Policy policy_;
   Tuning tuning_;
+  IdCheck id_check_;
 
   std::atomic<bool> deferring_{false};
   std::mutex finalize_mu_;  // one finalization at a time; gc holds it (LockFinalize)

@@ -1,5 +1,8 @@
 #include "objects/tree.h"
 
+#include <climits>
+#include <cstdint>
+
 #include "base/coding.h"
 
 namespace layerfs::objects {
@@ -11,6 +14,10 @@ using base::PutVarint;
 bool ValidName(std::string_view n) {
   return !n.empty() && n.size() <= 255 && n != "." && n != ".." &&
          n.find('/') == std::string_view::npos && n.find('\0') == std::string_view::npos;
+}
+
+bool ValidXattrName(std::string_view n) {
+  return n.size() > 5 && n.size() <= 255 && n.substr(0, 5) == "user." && n.find('\0') == std::string_view::npos;
 }
 
 // FORMAT (tree, version 1): varint count, then per entry:
@@ -45,10 +52,13 @@ std::string EncodeTree(const std::vector<TreeEntry>& entries) {
   return s;
 }
 
+// The smallest encoded entry: a 1-byte name, one byte for each of its 11 scalar fields.
+constexpr size_t kMinEntryBytes = 13;
+
 Result<std::vector<TreeEntry>> DecodeTree(std::string_view data) {
   base::Reader r(data);
   uint64_t n;
-  if (!r.Varint(&n) || n > data.size()) return Status::Corrupt("tree: bad entry count");
+  if (!r.Varint(&n) || n > data.size() / kMinEntryBytes) return Status::Corrupt("tree: bad entry count");
   std::vector<TreeEntry> out;
   out.reserve(n);
   for (uint64_t i = 0; i < n; i++) {
@@ -61,8 +71,12 @@ Result<std::vector<TreeEntry>> DecodeTree(std::string_view data) {
         !r.Varint(&size) || !r.SVarint(&sec) || !r.Varint(&nsec) || !r.Varint(&rdev) ||
         !r.Varint(&group) || !r.U8(&flags) || !r.Varint(&nx) || nx > data.size())
       return Status::Corrupt("tree: truncated entry");
-    if (type < 1 || type > 7 || mode > 07777 || nsec >= 1000000000)
+    if (type < 1 || type > 7 || mode > 07777 || nsec >= 1000000000 || uid > UINT32_MAX || gid > UINT32_MAX ||
+        size > INT64_MAX)
       return Status::Corrupt("tree: invalid entry fields");
+    // Hard links join files, symlinks and special files, never directories.
+    if (group != 0 && type == static_cast<uint8_t>(EntryType::kDir))
+      return Status::Corrupt("tree: a directory in a hard-link group");
     if (!ValidName(name)) return Status::Corrupt("tree: invalid entry name");
     if (!out.empty() && !(out.back().name < name)) return Status::Corrupt("tree: entries out of order");
     e.name = name;
@@ -79,6 +93,11 @@ Result<std::vector<TreeEntry>> DecodeTree(std::string_view data) {
     for (uint64_t x = 0; x < nx; x++) {
       std::string_view k, v;
       if (!r.Bytes(&k) || !r.Bytes(&v)) return Status::Corrupt("tree: truncated xattr");
+      // As a Workspace accepts them: user.* names of at most 255 bytes, sorted and unique, values
+      // of at most 64 KiB. Anything else (security.capability, trusted.*) would be set on what
+      // export writes, or shown by a mount.
+      if (!ValidXattrName(k) || v.size() > kMaxXattrValue || (x > 0 && !(e.xattrs.back().first < k)))
+        return Status::Corrupt("tree: invalid extended attribute");
       e.xattrs.emplace_back(k, v);
     }
     if (e.type == EntryType::kFile || e.type == EntryType::kDir) {
@@ -90,6 +109,8 @@ Result<std::vector<TreeEntry>> DecodeTree(std::string_view data) {
     } else if (e.type == EntryType::kSymlink) {
       std::string_view t;
       if (!r.Bytes(&t)) return Status::Corrupt("tree: truncated symlink");
+      if (t.size() >= kMaxSymlinkTarget || t.find('\0') != std::string_view::npos)
+        return Status::Corrupt("tree: invalid symlink target");
       e.target = t;
     }
     out.push_back(std::move(e));
@@ -150,12 +171,13 @@ std::string EncodeChunkList(const std::vector<ChunkRef>& chunks) {
 Result<std::vector<ChunkRef>> DecodeChunkList(std::string_view data) {
   base::Reader r(data);
   uint64_t n;
-  if (!r.Varint(&n) || n > data.size()) return Status::Corrupt("chunk list: bad count");
+  if (!r.Varint(&n) || n > data.size() / (ObjectId::kSize + 1)) return Status::Corrupt("chunk list: bad count");
   std::vector<ChunkRef> out(n);
   for (auto& c : out) {
     std::string_view id;
     if (!r.Raw(ObjectId::kSize, &id) || !r.Varint(&c.length))
       return Status::Corrupt("chunk list: truncated");
+    if (c.length == 0 || c.length > kMaxChunkLength) return Status::Corrupt("chunk list: invalid chunk length");
     c.id = ObjectId::FromKey(id);
   }
   if (!r.AtEnd()) return Status::Corrupt("chunk list: trailing bytes");
