@@ -1,7 +1,9 @@
 // Store::Diff: compares two Commits' trees, skipping subtrees whose ids are equal.
+#include <algorithm>
 #include <functional>
 
 #include "layerfs/store.h"
+#include "objects/tree.h"
 
 namespace layerfs {
 
@@ -29,8 +31,14 @@ Result<std::vector<DiffEntry>> Store::Diff(const ObjectId& a, const ObjectId& b)
 Result<std::vector<DiffEntry>> Store::DiffTrees(const ObjectId& root_a, const ObjectId& root_b, objects::Txn* txn) {
   std::vector<DiffEntry> out;
   // Emits every path below a directory that exists on one side only.
+  auto too_deep = [](const std::string& prefix) {
+    return static_cast<size_t>(std::count(prefix.begin(), prefix.end(), '/')) > objects::kMaxTreeDepth
+               ? Status::Corrupt(fmt::format("{}: directories nested deeper than {}", prefix, objects::kMaxTreeDepth))
+               : Status::Ok();
+  };
   std::function<Status(const std::string&, const ObjectId&, char, bool)> one_side =
       [&](const std::string& prefix, const ObjectId& tree, char change, bool before) -> Status {
+    LFS_TRY(too_deep(prefix));
     LFS_ASSIGN(auto entries, ReadTree(tree, txn));
     for (auto& e : entries) {
       std::string p = prefix + e.name;
@@ -44,6 +52,7 @@ Result<std::vector<DiffEntry>> Store::DiffTrees(const ObjectId& root_a, const Ob
   std::function<Status(const std::string&, const ObjectId&, const ObjectId&)> walk =
       [&](const std::string& prefix, const ObjectId& ta, const ObjectId& tb) -> Status {
     if (ta == tb) return Status::Ok();
+    LFS_TRY(too_deep(prefix));
     LFS_ASSIGN(auto ea, ReadTree(ta, txn));
     LFS_ASSIGN(auto eb, ReadTree(tb, txn));
     size_t i = 0, j = 0;

@@ -14,6 +14,7 @@
 
 #include "layerfs/store.h"
 #include "history/file_content.h"
+#include "objects/tree.h"
 
 namespace layerfs {
 
@@ -78,12 +79,19 @@ Status Store::Export(const ObjectId& commit, const std::string& dir, const Progr
   // Directories are closed once written, except those holding the first name of a link group
   // (later names are linked from it), so the number of open descriptors stays small.
   std::vector<int> open_dirs;
+  // The Commit says how many entries its tree holds (verify checks it): a tree that holds more
+  // (a crafted one of a few trees that names 2^60 paths) stops here instead of filling the disk.
+  uint64_t written = 0;
   // Returns in *keep whether `dfd` must stay open for later links.
-  std::function<Status(int, const std::string&, const ObjectId&, bool*)> write_dir =
-      [&](int dfd, const std::string& path, const ObjectId& tree, bool* keep) -> Status {
+  std::function<Status(int, const std::string&, const ObjectId&, bool*, size_t)> write_dir =
+      [&](int dfd, const std::string& path, const ObjectId& tree, bool* keep, size_t depth) -> Status {
+    if (depth > objects::kMaxTreeDepth)
+      return Status::Corrupt(fmt::format("{}: directories nested deeper than {}", path, objects::kMaxTreeDepth));
     LFS_ASSIGN(auto entries, ReadTree(tree));
     for (const auto& e : entries) {
       std::string p = path + "/" + e.name;
+      if (++written > c.files)
+        return Status::Corrupt(fmt::format("{}: the tree holds more entries than its commit's {}", p, c.files));
       const char* n = e.name.c_str();
       meter.state().objects++;
       if (e.type == EntryType::kFile) meter.state().bytes += e.size;
@@ -104,7 +112,7 @@ Status Store::Export(const ObjectId& commit, const std::string& dir, const Progr
           int sub = openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
           if (sub < 0) return Err("open", p);
           bool keep_sub = false;
-          Status ws = write_dir(sub, p, e.id, &keep_sub);
+          Status ws = write_dir(sub, p, e.id, &keep_sub, depth + 1);
           if (keep_sub) open_dirs.push_back(sub);
           else close(sub);
           LFS_TRY(ws);
@@ -154,7 +162,10 @@ Status Store::Export(const ObjectId& commit, const std::string& dir, const Progr
     return Status::Ok();
   };
   bool keep_root = false;
-  Status s = write_dir(root, dir, c.root, &keep_root);
+  Status s = write_dir(root, dir, c.root, &keep_root, 0);
+  if (s.ok() && written != c.files)
+    s = Status::Corrupt(fmt::format("commit {} declares {} entries, its tree holds {}", commit.Hex().substr(0, 12),
+                                    c.files, written));
   for (int fd : open_dirs) close(fd);
   close(root);
   if (s.ok()) meter.Done();

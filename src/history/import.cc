@@ -119,6 +119,9 @@ class Importer {
   // tree `old` (if any). Returns the tree id.
   Result<ObjectId> Dir(int dirfd, const std::string& abs, const std::string& rel,
                        const std::optional<ObjectId>& old) {
+    if (!rel.empty() && static_cast<size_t>(std::count(rel.begin(), rel.end(), '/')) + 1 > objects::kMaxTreeDepth)
+      return Status::Errorf(ELOOP, "{}: directories nested deeper than {} cannot be imported", abs,
+                            objects::kMaxTreeDepth);
     stats_.dirs++;
     std::vector<TreeEntry> old_entries;
     if (old) {

@@ -116,9 +116,13 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
   // Workspace numbers inodes by these counts, so a wrong one would be a wrong inode number.
   constexpr uint64_t kUnreadable = ~0ull;  // already reported
   std::unordered_map<ObjectId, uint64_t, ObjectIdHash> entry_counts;
-  std::function<uint64_t(const ObjectId&, const std::string&)> tree = [&](const ObjectId& id,
-                                                                         const std::string& path) -> uint64_t {
+  std::function<uint64_t(const ObjectId&, const std::string&, size_t)> tree =
+      [&](const ObjectId& id, const std::string& path, size_t depth) -> uint64_t {
     if (auto it = entry_counts.find(id); it != entry_counts.end()) return it->second;
+    if (depth > objects::kMaxTreeDepth) {
+      problem(id, "tree", path, Status::Corrupt(fmt::format("nested deeper than {} directories", objects::kMaxTreeDepth)));
+      return kUnreadable;  // not remembered: the same tree may sit higher elsewhere
+    }
     auto entries = ReadTree(id);
     rep.objects++;
     if (!entries.ok()) {
@@ -130,11 +134,11 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
       std::string p = path + "/" + e.name;
       count++;
       if (e.type == EntryType::kDir) {
-        uint64_t below = tree(e.id, p);
+        uint64_t below = tree(e.id, p, depth + 1);
         if (below != kUnreadable && below != e.subtree_entries)
           problem(e.id, "tree", p, Status::Corrupt(fmt::format("{} entries below, its entry says {}", below,
                                                                e.subtree_entries)));
-        count += e.subtree_entries;
+        if (__builtin_add_overflow(count, e.subtree_entries, &count)) count = kUnreadable - 1;
       } else if (e.type == EntryType::kFile && !e.id.IsZero()) {
         if (!seen.insert(e.id).second) continue;
         rep.objects++;
@@ -160,7 +164,7 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
       problem(c, "commit", "", info.status());
       continue;
     }
-    uint64_t entries = tree(info->root, "");
+    uint64_t entries = tree(info->root, "", 0);
     if (entries != kUnreadable && entries != info->files)
       problem(c, "commit", "", Status::Corrupt(fmt::format("{} entries in its tree, the commit says {}", entries,
                                                            info->files)));

@@ -398,6 +398,8 @@ Status Merger::MergeEntries(const std::string& prefix, const Opt& b, const Opt& 
 }
 
 Result<ObjectId> Merger::MergeDir(const std::string& prefix, const Opt& b, const Opt& o, const Opt& t, Sums* sums) {
+  if (static_cast<size_t>(std::count(prefix.begin(), prefix.end(), '/')) > objects::kMaxTreeDepth)
+    return Status::Corrupt(fmt::format("{}: directories nested deeper than {}", prefix, objects::kMaxTreeDepth));
   LFS_ASSIGN(auto bl, List(b));
   LFS_ASSIGN(auto ol, List(o));
   LFS_ASSIGN(auto tl, List(t));

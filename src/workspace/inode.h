@@ -39,9 +39,13 @@ struct Inode {
   // Dirs: the origin tree is not the base Commit's subtree at this place (a merge put it here),
   // so its entries take numbers from the counter when materialised, as do its subdirectories'.
   bool counter_numbered = false;
+  // Dirs: origin_size holds the entry count of the origin subtree, as the parent's tree entry (or
+  // the Commit, for the root) declared it; materialising checks the entries add up to it, so
+  // lying counts cannot give two inodes one number (format 3, flag 64; older records lack it).
+  bool count_known = false;
   ObjectId origin;            // files: committed content; dirs: committed tree
   uint64_t valid_len = 0;     // files: origin bytes visible below this offset
-  uint64_t origin_size = 0;   // files: size of the origin content
+  uint64_t origin_size = 0;   // files: size of the origin content; dirs with count_known: entries below
   std::string target;         // symlinks
   std::vector<std::pair<std::string, std::string>> xattrs;  // sorted
   std::vector<Ino> parents;   // directories holding a link to this inode

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
@@ -21,7 +22,9 @@ namespace layerfs::workspace {
 using objects::Kind;
 
 namespace {
+using objects::kMaxTreeDepth;
 constexpr uint64_t kMaxFileSize = 16ull << 40;  // as ext4 with 4 KiB blocks
+constexpr size_t kMaxLinkDirs = 1 << 20;        // directories holding hard links of a base Commit
 constexpr std::string_view kWsKeyPrefix = "ws/";  // meta: + branch -> 8-byte workspace id
 constexpr std::string_view kWsNextKey = "ws-next";
 
@@ -137,6 +140,22 @@ Status Workspace::Impl::Materialize(Inode* dir) {
     // numbers d+1 .. d+entries, each child followed by its own subtree. An unmaterialised
     // directory always has its origin numbering (only materialised ones are rebuilt at commit).
     Ino number = dir->ino + 1;
+    if (numbered_ && !dir->counter_numbered && dir->count_known) {
+      // The entries' counts must add up to what this directory's own entry said: with lying
+      // counts two inodes could get one number (or the root's).
+      uint64_t total = 0;
+      bool overflow = false;
+      for (const auto& e : entries)
+        overflow |= __builtin_add_overflow(total, 1 + (e.type == EntryType::kDir ? e.subtree_entries : 0), &total) ||
+                    (e.type == EntryType::kDir && e.subtree_entries == UINT64_MAX);
+      if (overflow || total != dir->origin_size)
+        return Status::Corrupt(fmt::format("tree {}: its entries hold {} entries, its parent says {}",
+                                           dir->origin.Hex(), overflow ? std::string("too many")
+                                                                       : std::to_string(total),
+                                           dir->origin_size));
+    }
+    // Link groups met in this directory: their inodes are in this batch, not in the Kv yet.
+    std::map<uint64_t, Inode> batch_links;
     for (const auto& e : entries) {
       Ino own = number;
       number += 1 + (e.type == EntryType::kDir ? e.subtree_entries : 0);
@@ -144,20 +163,28 @@ Status Workspace::Impl::Materialize(Inode* dir) {
       bool existing_link = false;
       // Link groups name the base Commit's hard links; a subtree a merge put here keeps its
       // files apart (docs/design.md, "Merge").
-      if (e.link_group && !dir->counter_numbered) {
-        LFS_ASSIGN(auto lv, kv_.Get(kv::Cf::kWorkspace, keys_.Link(e.link_group)));
-        if (lv) {
-          base::Reader r(*lv);
+      const bool grouped = e.link_group && !dir->counter_numbered;
+      if (grouped) {
+        std::optional<Inode> linked;
+        if (auto it = batch_links.find(e.link_group); it != batch_links.end()) {
+          linked = it->second;
+        } else {
+          LFS_ASSIGN(auto lv, kv_.Get(kv::Cf::kWorkspace, keys_.Link(e.link_group)));
+          base::Reader r(lv ? std::string_view(*lv) : std::string_view());
           uint64_t ino;
-          if (r.Varint(&ino)) {
-            auto linked = Load(ino);
-            if (linked.ok()) {
-              n = std::move(*linked);
-              n.nlink++;
-              n.parents.push_back(dir->ino);
-              existing_link = true;
-            }
+          if (lv && r.Varint(&ino)) {
+            auto l = Load(ino);
+            if (l.ok()) linked = std::move(*l);
           }
+        }
+        if (linked && linked->type != e.type)
+          return Status::Corrupt(fmt::format("tree {}: link group {} joins a {} and a {}", dir->origin.Hex(),
+                                             e.link_group, EntryTypeName(linked->type), EntryTypeName(e.type)));
+        if (linked) {
+          n = std::move(*linked);
+          n.nlink++;
+          n.parents.push_back(dir->ino);
+          existing_link = true;
         }
       }
       if (!existing_link) {
@@ -182,10 +209,14 @@ Status Workspace::Impl::Materialize(Inode* dir) {
         } else if (e.type == EntryType::kDir) {
           n.has_origin = true;
           n.origin = e.id;
-          // nlink of a directory: 2 + its subdirectories.
-          LFS_ASSIGN(auto sub, store_.ReadTree(e.id));
+          n.count_known = true;
+          n.origin_size = e.subtree_entries;
+          // nlink of a directory: 2 + its subdirectories. A subtree that cannot be read is
+          // listed anyway (nlink 2) and fails when opened: damage stays in its directory.
+          auto sub = store_.ReadTree(e.id);
           n.nlink = 2;
-          for (const auto& s : sub) n.nlink += s.type == EntryType::kDir;
+          if (sub.ok())
+            for (const auto& s : *sub) n.nlink += s.type == EntryType::kDir;
         } else if (e.type == EntryType::kSymlink) {
           n.size = e.target.size();
         }
@@ -197,6 +228,7 @@ Status Workspace::Impl::Materialize(Inode* dir) {
       }
       Put(&b, n);
       b.Put(kv::Cf::kWorkspace, keys_.Entry(dir->ino, e.name), EntryValue(n.ino, n.type));
+      if (grouped) batch_links[e.link_group] = n;
     }
   }
   dir->materialized = true;
@@ -213,20 +245,31 @@ Status Workspace::Impl::Materialize(Inode* dir) {
 Status Workspace::Impl::MaterializeLinkDirs(const ObjectId& root_tree) {
   std::vector<std::vector<std::string>> dirs;  // paths below the root of dirs with hard links
   std::vector<std::string> path;
-  std::function<Status(const ObjectId&)> walk = [&](const ObjectId& tree) -> Status {
+  // Subtrees known to hold no hard link are not walked again (a tree may appear at many paths),
+  // and the walk gives up past kMaxLinkDirs directories holding links, or kMaxTreeDepth levels.
+  std::unordered_set<ObjectId, ObjectIdHash> no_links;
+  std::function<Result<bool>(const ObjectId&)> walk = [&](const ObjectId& tree) -> Result<bool> {
+    if (no_links.count(tree)) return false;
+    if (path.size() > kMaxTreeDepth)
+      return Status::Corrupt(fmt::format("tree {}: nested deeper than {} directories", tree.Hex(), kMaxTreeDepth));
     LFS_ASSIGN(auto entries, store_.ReadTree(tree));
     bool has_link = false;
     for (const auto& e : entries) has_link |= e.type != EntryType::kDir && e.link_group != 0;
     if (has_link && !path.empty()) dirs.push_back(path);
+    if (dirs.size() > kMaxLinkDirs)
+      return Status::Corrupt(fmt::format("tree {}: hard links in more than {} directories", root_tree.Hex(), kMaxLinkDirs));
+    bool below = has_link;
     for (const auto& e : entries) {
       if (e.type != EntryType::kDir) continue;
       path.push_back(e.name);
-      LFS_TRY(walk(e.id));
+      LFS_ASSIGN(bool sub, walk(e.id));
+      below |= sub;
       path.pop_back();
     }
-    return Status::Ok();
+    if (!below) no_links.insert(tree);
+    return below;
   };
-  LFS_TRY(walk(root_tree));
+  LFS_TRY(walk(root_tree).status());
   for (const auto& p : dirs) {
     Ino cur = kRootIno;
     for (const auto& name : p) {
@@ -267,7 +310,13 @@ Result<Inode> Workspace::Impl::LoadDir(Ino ino) {
 Result<std::string> Workspace::Impl::ReadOrigin(const Inode& n, uint64_t off, uint64_t len) {
   if (!n.has_origin || off >= n.valid_len) return std::string();
   len = std::min(len, n.valid_len - off);
-  return history::ReadContentRange(store_.objects(), n.origin, n.origin_chunked, off, len);
+  LFS_ASSIGN(std::string o, history::ReadContentRange(store_.objects(), n.origin, n.origin_chunked, off, len));
+  // The committed content is at least valid_len bytes (its tree entry's size): shorter content
+  // is damage, not a hole.
+  if (o.size() != len)
+    return Status::Corrupt(fmt::format("content {} is shorter than its file ({} bytes at {}, {} expected)",
+                                       n.origin.Hex(), o.size(), off, len));
+  return o;
 }
 
 Status Workspace::Impl::MaterializeRef(std::string_view rec, std::string* out) {
@@ -470,6 +519,8 @@ Status Workspace::Impl::InitFresh(const ObjectId& commit) {
   base_ = commit;
   numbered_ = true;
   pristine_ = true;
+  // Inode numbers are 64-bit; a Commit claiming more entries than they can number is damaged.
+  if (c.files > (1ull << 62)) return Status::Corrupt(fmt::format("commit {}: claims {} entries", commit.Hex(), c.files));
   next_ino_ = 2 + c.files;  // 1 .. 1 + c.files: the root and the Commit's entries
   Inode root;
   root.ino = kRootIno;
@@ -477,6 +528,8 @@ Status Workspace::Impl::InitFresh(const ObjectId& commit) {
   root.perm = 0755;
   root.has_origin = true;
   root.origin = c.root;
+  root.count_known = true;
+  root.origin_size = c.files;
   root.atime = root.mtime = root.ctime = {c.time_sec, static_cast<long>(c.time_nsec)};
   LFS_ASSIGN(auto entries, store_.ReadTree(c.root));
   root.nlink = 2;
@@ -493,11 +546,26 @@ Status CollectDataLog(Store& store, bool wait) {
   auto r = store.data_log().Collect([&]() -> Result<std::set<uint32_t>> {
     // What is freed must stay unreferenced after a crash: the records as read here durable first.
     LFS_TRY(store.kv().SyncWal());
-    LFS_ASSIGN(auto next, store.kv().Get(kv::Cf::kMeta, kWsNextKey));
-    uint64_t end = next && next->size() == 8 ? base::GetBigEndian64(next->data()) : 1;
     std::set<uint32_t> live;
     bool damaged = false;
-    for (uint64_t wsid = 1; wsid < end; wsid++) {
+    // Every Workspace that has records, found by seeking from one to the next: counting up to
+    // ws-next would cost a scan for every Workspace id ever handed out (each read-only mount
+    // takes one), and a damaged ws-next could make that 2^64 of them.
+    std::string at;
+    for (;;) {
+      std::string first;
+      bool found = false;
+      LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, at, "", [&](auto k, auto) {
+        first = k;
+        found = true;
+        return false;
+      }));
+      if (!found) break;
+      if (first.size() < 8) {  // not a Workspace's key
+        at = first + '\0';
+        continue;
+      }
+      const uint64_t wsid = base::GetBigEndian64(first.data());
       Keys keys(wsid);
       std::string p = keys.RefPrefix();
       LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, p, history::PrefixEnd(p), [&](auto, auto v) {
@@ -511,6 +579,8 @@ Status CollectDataLog(Store& store, bool wait) {
         return true;
       }));
       if (damaged) return Status::Corrupt("workspace: damaged data-log record; data log not collected");
+      if (wsid == UINT64_MAX) break;
+      at = Keys(wsid + 1).prefix();
     }
     return live;
   }, wait);

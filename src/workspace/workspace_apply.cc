@@ -386,6 +386,7 @@ Status Applier::Run(std::vector<Notice>* notices) {
       LFS_ASSIGN(Inode* n, Get(ino));
       n->has_origin = true;
       n->origin = te->id;
+      n->count_known = false;
     }
   }
   for (const auto& [ino, n] : inodes_) im_->Put(&b_, n);

@@ -123,7 +123,10 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
   struct Sums {
     uint64_t bytes = 0, entries = 0;
   };
-  std::function<Result<ObjectId>(const Inode&, Sums*)> build = [&](const Inode& dir, Sums* sums) -> Result<ObjectId> {
+  std::function<Result<ObjectId>(const Inode&, Sums*, size_t)> build = [&](const Inode& dir, Sums* sums,
+                                                                           size_t depth) -> Result<ObjectId> {
+    if (depth > objects::kMaxTreeDepth)
+      return Status::Errorf(ELOOP, "directories nested deeper than {} cannot be committed", objects::kMaxTreeDepth);
     LFS_ASSIGN(auto entries, ListEntries(dir.ino, snap));
     std::unordered_map<ObjectId, std::pair<uint64_t, uint64_t>, ObjectIdHash> old_sums;
     if (dir.has_origin) {
@@ -134,6 +137,8 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
     std::vector<TreeEntry> tree;
     tree.reserve(entries.size());
     for (const auto& [name, ref] : entries) {
+      if (!objects::ValidName(name))
+        return Status::Corrupt(fmt::format("workspace: directory {} holds an invalid name", dir.ino));
       LFS_ASSIGN(Inode n, Load(ref.first, snap));
       TreeEntry e;
       e.name = name;
@@ -150,7 +155,7 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
       if (n.is_dir()) {
         if (rebuild.count(n.ino) && n.materialized) {
           Sums sub;
-          LFS_ASSIGN(e.id, build(n, &sub));
+          LFS_ASSIGN(e.id, build(n, &sub, depth + 1));
           e.size = sub.bytes;
           e.subtree_entries = sub.entries;
         } else {
@@ -207,7 +212,7 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
     return out;
   }
   Sums sums;
-  LFS_ASSIGN(out.root, build(root, &sums));
+  LFS_ASSIGN(out.root, build(root, &sums, 0));
   out.bytes = sums.bytes;
   out.entries = sums.entries;
   return out;
@@ -271,6 +276,7 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::
       // is rebuilt next time whenever it changed since.
       cur->has_origin = true;
       cur->origin = origin.first;
+      cur->count_known = false;  // materialised: its numbering is done
       im->Put(&extra, *cur);
       if (mark && unchanged) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
     } else if (unchanged) {

@@ -416,7 +416,9 @@ ObjectId CommitEntries(Store& st, std::vector<TreeEntry> entries, const std::str
   auto put = st.objects().Put(objects::Kind::kTree, objects::EncodeTree(entries), std::nullopt);
   EXPECT_TRUE(put.ok());
   auto head = st.BranchHead(branch);
-  auto c = st.CommitTree(branch, put->id, *head, "crafted", 0, entries.size());
+  uint64_t files = 0;  // as the Commit must say: every entry, subtrees included
+  for (const auto& e : entries) files += 1 + (e.type == EntryType::kDir ? e.subtree_entries : 0);
+  auto c = st.CommitTree(branch, put->id, *head, "crafted", 0, files);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return *c;
 }
@@ -507,6 +509,7 @@ TEST_F(StoreTest, ExportNeverWritesOutsideDir) {
   zdir.type = EntryType::kDir;
   zdir.mode = 0755;
   zdir.id = deep->id;
+  zdir.subtree_entries = 1;
   ObjectId c3 = CommitEntries(*store_, {Symlink("a", outside_dir), Symlink("b", ".."), zdir});
   std::string out3 = tmp_ / "out3";
   ASSERT_TRUE(store_->Export(c3, out3).ok());
@@ -535,6 +538,7 @@ TEST_F(StoreTest, ExportManyDirectories) {
     d.mode = 0755;
     d.mtime_sec = 1000 + i;
     d.id = leaf->id;
+    d.subtree_entries = 1;
     dirs.push_back(d);
   }
   ObjectId c = CommitEntries(*store_, dirs);
