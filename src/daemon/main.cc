@@ -23,6 +23,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/store_files.h"
 #include "cli/cli.h"
 #include "control/protocol.h"
 #include "cli/command_line.h"
@@ -151,7 +152,11 @@ int Main(int argc, char** argv) {
     dup2(null, 1);
     dup2(null, 2);
     if (null > 2) close(null);
-    spdlog::set_default_logger(spdlog::basic_logger_mt("layerfsd", store_path + "/layerfsd.log"));
+    // The log is opened by name: make sure the name is a regular file of ours, not a symlink a
+    // crafted Store put there (base/store_files.h).
+    const std::string log_path = store_path + "/layerfsd.log";
+    if (base::PrepareStoreFile(log_path, base::StoreFileMode(store_path)).ok())
+      spdlog::set_default_logger(spdlog::basic_logger_mt("layerfsd", log_path));
     spdlog::flush_every(std::chrono::seconds(1));
   }
   // Tells whoever started us that we serve (s ok) or why we cannot.
@@ -187,9 +192,11 @@ int Main(int argc, char** argv) {
     report(lfd.status());
     return 1;
   }
-  {
-    std::ofstream pid(control::PidPath(store_path));
-    pid << getpid() << "\n";
+  if (Status ps = base::WriteStoreFile(control::PidPath(store_path), fmt::format("{}\n", getpid()),
+                                       base::StoreFileMode(store_path));
+      !ps.ok()) {
+    report(ps);
+    return 1;
   }
   if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
   struct sigaction sa {};

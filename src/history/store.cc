@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "base/coding.h"
+#include "base/store_files.h"
 #include "history/file_content.h"
 #include "history/keys.h"
 #include "kv/data_log.h"
@@ -111,7 +112,8 @@ static Status DecodeConfig(std::string_view v, Store::Impl* c, uint32_t* version
     return Status::Errorf(EPROTO, "store format version {} is not supported (this build reads {})", ver,
                           history::kFormatVersion);
   int64_t created;
-  if (!r.Fixed64(&c->seed) || !r.Varint(&w) || !r.Varint(&ch) || !r.Varint(&m) || !r.SVarint(&created))
+  if (!r.Fixed64(&c->seed) || !r.Varint(&w) || !r.Varint(&ch) || !r.Varint(&m) || !r.SVarint(&created) ||
+      w > 1000 || ch > 1000 || m > 1000)  // the caps Policy::Parse allows
     return Status::Corrupt("store config is damaged");
   c->policy = {static_cast<uint32_t>(w), static_cast<uint32_t>(ch), static_cast<uint32_t>(m)};
   c->created = created;
@@ -145,6 +147,8 @@ static objects::Tuning TuningFromEnv() {
   return t;
 }
 
+static Status WriteMarker(const std::string& path, const Policy& policy);
+
 Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> owned,
                                            const Policy* create_policy, std::string path) {
   auto st = std::unique_ptr<Store>(new Store());
@@ -168,11 +172,7 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
       kv::Batch b;
       b.Put(kv::Cf::kMeta, history::kConfigKey, EncodeConfig(*st->impl_));
       LFS_TRY(kv->Write(b, true));
-      if (!st->path_.empty()) {
-        std::ofstream marker(st->path_ + "/LAYERFS");
-        marker << "LayerFS store, format " << history::kFormatVersion << ", policy "
-               << st->impl_->policy.ToString() << "\n";
-      }
+      if (!st->path_.empty()) LFS_TRY(WriteMarker(st->path_, st->impl_->policy));
     }
   }
   st->objects_ = std::make_unique<objects::ObjectStore>(kv, st->impl_->seed, st->impl_->policy, TuningFromEnv());
@@ -198,6 +198,14 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
   return st;
 }
 
+// The human-readable marker (informational), never through a symlink.
+static Status WriteMarker(const std::string& path, const Policy& policy) {
+  return base::WriteStoreFile(path + "/LAYERFS",
+                              fmt::format("LayerFS store, format {}, policy {}\n", history::kFormatVersion,
+                                          policy.ToString()),
+                              base::StoreFileMode(path));
+}
+
 static bool DirIsEmptyOrAbsent(const std::string& path, bool* exists) {
   DIR* d = opendir(path.c_str());
   if (!d) {
@@ -218,13 +226,15 @@ Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Poli
     return Status::Exists(fmt::format("{} exists and is not an empty directory", path));
   if (!exists && mkdir(path.c_str(), 0700) != 0)
     return Status::Errorf(errno, "create {}: {}", path, strerror(errno));
-  {
-    std::ofstream marker(path + "/LAYERFS");
-    marker << "LayerFS store, format " << history::kFormatVersion << ", policy " << policy.ToString() << "\n";
-    if (!marker) return Status::Errorf(EIO, "write {}/LAYERFS", path);
-  }
+  // Private: only its owner reaches a new Store (chmod on the directory shares it later).
+  if (chmod(path.c_str(), 0700) != 0) return Status::Errorf(errno, "chmod {}: {}", path, strerror(errno));
+  LFS_TRY(WriteMarker(path, policy));
+  // RocksDB would make db/ 0755 (less the umask).
+  if (mkdir((path + "/db").c_str(), 0700) != 0 && errno != EEXIST)
+    return Status::Errorf(errno, "create {}/db: {}", path, strerror(errno));
   kv::RocksOptions ro;
   ro.create_if_missing = true;
+  ro.private_files = true;
   ro.error_if_exists = true;
   LFS_ASSIGN(auto kvp, kv::OpenRocksKv(path + "/db", ro));
   kv::Kv* raw = kvp.get();
@@ -233,9 +243,13 @@ Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Poli
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   struct stat st;
-  if (stat((path + "/db/CURRENT").c_str(), &st) != 0)
+  if (stat((path + "/db/CURRENT").c_str(), &st) != 0) {
+    if (errno == EACCES) return Status::Errorf(EACCES, "{}: permission denied (the Store belongs to another user)", path);
     return Status::NotFound(fmt::format("{} is not a LayerFS store", path));
+  }
+  LFS_TRY(base::RefuseSymlink(path + "/db", "database"));
   kv::RocksOptions ro;
+  ro.private_files = !base::StoreIsShared(path);
   auto kvp = kv::OpenRocksKv(path + "/db", ro);
   if (!kvp.ok()) {
     if (kvp.status().code() == EBUSY)

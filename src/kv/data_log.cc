@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/coding.h"
+#include "base/store_files.h"
 
 namespace layerfs::kv {
 
@@ -47,6 +48,8 @@ Result<std::unique_ptr<DataLog>> DataLog::Open(const std::string& dir) {
   auto log = std::unique_ptr<DataLog>(new DataLog());
   log->dir_ = dir;
   if (dir.empty()) return log;
+  // Segments are written only inside the Store (base/store_files.h).
+  LFS_TRY(base::RefuseSymlink(dir, "data log"));
   DIR* d = opendir(dir.c_str());
   if (!d) {
     if (errno == ENOENT) return log;  // created with the first segment
@@ -62,7 +65,7 @@ Result<std::unique_ptr<DataLog>> DataLog::Open(const std::string& dir) {
   closedir(d);
   for (uint32_t seg : found) {
     auto s = std::make_shared<Segment>();
-    s->fd = ::open(SegName(dir, seg).c_str(), O_RDWR | O_CLOEXEC);
+    s->fd = ::open(SegName(dir, seg).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (s->fd < 0) return Errno("open " + SegName(dir, seg));
     log->segments_[seg] = std::move(s);
     log->next_ = std::max(log->next_, seg + 1);

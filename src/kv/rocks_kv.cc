@@ -163,6 +163,9 @@ class RocksKv : public Kv {
     dbo.max_log_file_size = 1 << 20;
     dbo.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
     dbo.info_log = std::make_shared<NullLogger>();
+    // Table, log and manifest files 0600 unless the Store is shared (RocksDB's default is 0644).
+    // The default Env is process-wide; every database a process opens is a Store's.
+    (void)rocksdb::Env::Default()->SetAllowNonOwnerAccess(!ro.private_files);
     std::vector<std::string> existing;
     (void)rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &existing);
     kv->legacy_ = std::find(existing.begin(), existing.end(), CfName(Cf::kTrees)) != existing.end();
