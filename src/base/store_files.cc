@@ -9,11 +9,6 @@
 
 namespace layerfs::base {
 
-bool StoreIsShared(const std::string& store_dir) {
-  struct stat st;
-  return stat(store_dir.c_str(), &st) == 0 && (st.st_mode & 077) != 0;
-}
-
 mode_t StoreFileMode(const std::string& store_dir) {
   struct stat st;
   mode_t mode = 0600;

@@ -20,8 +20,6 @@ namespace layerfs::base {
 // Permission bits for a new file in `store_dir`: 0600, with read for group and others where
 // the directory grants them search (x) permission.
 mode_t StoreFileMode(const std::string& store_dir);
-// True when `store_dir` grants group or others any access (its files are shared on purpose).
-bool StoreIsShared(const std::string& store_dir);
 
 // Replaces `path` with a regular file holding `content` (mode `mode`): a symlink or anything
 // else in its place is removed, never followed.

@@ -115,10 +115,13 @@ Result<Reply> Call(Conn& c, const std::string& verb, const json& args, const std
   json req = {{"protocol", kVersion}, {"id", id}, {"verb", verb}, {"args", args}, {"cwd", cwd}};
   std::string line = req.dump();
   if (line.size() > kMaxMessage) return Status::Errorf(kTooLarge, "request over {} bytes", kMaxMessage);
-  LFS_TRY(c.SendLine(line));
+  // A daemon that refuses the connection (another user's) answers and closes before reading the
+  // request: the send then fails, but its answer is waiting to be read, and says more.
+  Status sent = c.SendLine(line);
   for (;;) {
     auto got = c.ReadLine();
     if (!got.ok()) {
+      if (!sent.ok()) return sent;
       if (got.status().code() == EPIPE) return Status::Error(EPIPE, "layerfsd closed the connection");
       return got.status();
     }

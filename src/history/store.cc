@@ -234,7 +234,7 @@ Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Poli
     return Status::Errorf(errno, "create {}/db: {}", path, strerror(errno));
   kv::RocksOptions ro;
   ro.create_if_missing = true;
-  ro.private_files = true;
+  ro.file_mode = 0600;
   ro.error_if_exists = true;
   LFS_ASSIGN(auto kvp, kv::OpenRocksKv(path + "/db", ro));
   kv::Kv* raw = kvp.get();
@@ -249,7 +249,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   }
   LFS_TRY(base::RefuseSymlink(path + "/db", "database"));
   kv::RocksOptions ro;
-  ro.private_files = !base::StoreIsShared(path);
+  ro.file_mode = base::StoreFileMode(path);
   auto kvp = kv::OpenRocksKv(path + "/db", ro);
   if (!kvp.ok()) {
     if (kvp.status().code() == EBUSY)

@@ -117,8 +117,8 @@ struct RocksOptions {
   bool create_if_missing = false;
   bool error_if_exists = false;
   size_t block_cache_bytes = 256 << 20;
-  // New files readable by their owner only (0600); false: 0644 less the umask.
-  bool private_files = true;
+  // The mode of every file the database creates (base::StoreFileMode: 0600 unless shared).
+  unsigned file_mode = 0600;
 };
 // Opens (or creates) the RocksDB database at `path`. Fails with EBUSY if another process holds it.
 Result<std::unique_ptr<Kv>> OpenRocksKv(const std::string& path, const RocksOptions& opts);

@@ -23,6 +23,7 @@
 #include <rocksdb/table_properties.h>
 #include <rocksdb/utilities/options_util.h>
 
+#include "kv/rocks_private_fs.h"
 #include "kv/kv.h"
 
 namespace layerfs::kv {
@@ -163,9 +164,9 @@ class RocksKv : public Kv {
     dbo.max_log_file_size = 1 << 20;
     dbo.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
     dbo.info_log = std::make_shared<NullLogger>();
-    // Table, log and manifest files 0600 unless the Store is shared (RocksDB's default is 0644).
-    // The default Env is process-wide; every database a process opens is a Store's.
-    (void)rocksdb::Env::Default()->SetAllowNonOwnerAccess(!ro.private_files);
+    // Table, log and manifest files in the Store's mode (RocksDB would make them 0644).
+    kv->env_ = rocksdb::NewCompositeEnv(PrivateFileSystem(rocksdb::FileSystem::Default(), ro.file_mode));
+    dbo.env = kv->env_.get();
     std::vector<std::string> existing;
     (void)rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &existing);
     kv->legacy_ = std::find(existing.begin(), existing.end(), CfName(Cf::kTrees)) != existing.end();
@@ -347,6 +348,7 @@ class RocksKv : public Kv {
     return std::string(1, static_cast<char>(static_cast<uint8_t>(cf) + 1));
   }
   bool legacy_ = false;
+  std::unique_ptr<rocksdb::Env> env_;  // outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 };
