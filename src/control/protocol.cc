@@ -100,8 +100,9 @@ json ErrorJson(const Status& s) {
 
 Status StatusFromError(const json& e) {
   if (!e.is_object()) return Status::Errorf(kProtocol, "malformed error from layerfsd: {}", e.dump());
-  std::string code = e.value("code", "");
-  std::string msg = e.value("message", code);
+  // A peer's fields of the wrong type are read as absent (json::value would throw on them).
+  std::string code = e.contains("code") && e["code"].is_string() ? e["code"].get<std::string>() : "";
+  std::string msg = e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : code;
   int num = e.contains("errno") && e["errno"].is_number_integer() ? e["errno"].get<int>() : 0;
   for (int own : {kNotFastForward, kConflict, kDiverged, kTooLarge, kProtocol})
     if (Status::Error(own, "").CodeName() == code) return Status::Error(own, msg);

@@ -1,5 +1,7 @@
-// Fuzz target: the daemon's control request reader (src/control/protocol.h), fed the input as
-// what a client sent over the socket before closing its end.
+// Fuzz target: the control protocol's framing and its client (src/control/protocol.h). The input
+// is what the other end of the socket sent before closing: the daemon reads it as request lines
+// (Conn::ReadLine, then each line as a JSON message), and a client that sent a request reads it
+// as the daemon's events and response (Call: progress events, errors, results).
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -8,11 +10,12 @@
 
 using namespace layerfs;
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return 0;
-  // Write from a thread-free loop: the socket buffer may be smaller than the input, so the
-  // reader side runs after the writer has put as much as fits and closed (a shorter request).
+namespace {
+
+// A connected pair with `data` (as much as the buffer takes) waiting to be read on the
+// returned Conn's side; the writing end is shut for writing.
+bool Feed(const uint8_t* data, size_t size, int sv[2]) {
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return false;
   int bufsize = 4 << 20;
   setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &bufsize, sizeof bufsize);
   setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &bufsize, sizeof bufsize);
@@ -23,11 +26,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     off += static_cast<size_t>(n);
   }
   shutdown(sv[0], SHUT_WR);
-  auto req = control::ReadRequest(sv[1]);
-  if (req.ok()) {
-    for (const auto& a : req->argv) (void)a.size();
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  int sv[2];
+  // The daemon's side: lines, each a JSON message whose error objects a peer may echo.
+  if (Feed(data, size, sv)) {
+    control::Conn server(sv[1]);
+    for (int i = 0; i < 64; i++) {
+      size_t partial = 0;
+      auto line = server.ReadLine(&partial);
+      if (!line.ok()) break;
+      auto m = control::json::parse(*line, nullptr, false);
+      if (m.is_object() && m.contains("error")) (void)control::StatusFromError(m["error"]);
+    }
+    close(sv[0]);
   }
-  close(sv[0]);
-  close(sv[1]);
+  // The client's side: the input is the daemon's answer to one request.
+  if (Feed(data, size, sv)) {
+    control::Conn client(sv[1]);
+    size_t progress = 0;
+    auto reply = control::Call(client, "log", control::json::object(), "/",
+                               [&](const control::json& p) { progress += p.size(); });
+    if (reply.ok()) (void)reply->result.dump();
+    close(sv[0]);
+  }
   return 0;
 }

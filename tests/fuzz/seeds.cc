@@ -311,10 +311,16 @@ void WorkspaceSeeds() {
 }
 
 void ProtocolSeeds() {
-  Emit("protocol", "{\"argv\":[\"layerfs\",\"log\",\"main\"],\"cwd\":\"/tmp\"}\n");
-  Emit("protocol", "{\"argv\":[\"layerfs\",\"mount\",\"-f\",\"main\",\"/mnt/x\"]}\n");
-  Emit("protocol", "{\"argv\":[\"layerfs\",\"commit\",\"-m\",\"\\u00e9t\\u00e9 \\\"quoted\\\"\"],\"cwd\":\"/\"}\n");
-  Emit("protocol", "{\"argv\":[],\"cwd\":null}\n");
+  // Requests as a client sends them (the daemon's side reads these lines) ...
+  Emit("protocol", "{\"protocol\":1,\"id\":7,\"verb\":\"log\",\"args\":{\"ref\":\"main\",\"max_count\":10},\"cwd\":\"/tmp\"}\n");
+  Emit("protocol", "{\"protocol\":1,\"id\":\"a\",\"verb\":\"commit\",\"args\":{\"message\":\"\\u00e9t\\u00e9\"}}\n{\"protocol\":2}\n");
+  // ... and answers as a daemon sends them (the client's side): events, results, errors.
+  Emit("protocol", "{\"id\":1,\"event\":\"progress\",\"progress\":{\"phase\":\"push\",\"objects\":120}}\n"
+                   "{\"id\":1,\"ok\":true,\"result\":[{\"id\":\"ab\"}]}\n");
+  Emit("protocol", "{\"id\":null,\"ok\":false,\"error\":{\"code\":\"ENOENT\",\"errno\":2,\"message\":\"no branch\"}}\n");
+  Emit("protocol", "{\"id\":1,\"ok\":false,\"error\":{\"code\":\"CONFLICT\",\"message\":\"m\",\"result\":{}}}\n");
+  // Once fatal: an error object whose fields have the wrong types.
+  Emit("protocol", "{\"id\":1,\"ok\":false,\"error\":{\"code\":5,\"errno\":\"x\",\"message\":[]}}\n");
 }
 
 }  // namespace
