@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/verb.h"
+#include "front/front.h"
 #include "layerfs/progress.h"
 #include "layerfs/store.h"
 #include "workspace/registry.h"
@@ -75,6 +76,8 @@ std::string FormatTime(int64_t sec);
 Status SyncMount(const std::string& mp);
 
 // The Store of the layerfs mount at or above `path`, from /proc/self/mountinfo; empty if none.
-std::string StoreOfMount(const std::string& path, std::string* mountpoint = nullptr);
+inline std::string StoreOfMount(const std::string& path, std::string* mountpoint = nullptr) {
+  return front::StoreOfMount(path, mountpoint);
+}
 
 }  // namespace layerfs::cli

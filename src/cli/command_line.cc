@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/json_shapes.h"
 #include "control/protocol.h"
 #include <cstdio>
 #include <deque>
@@ -54,7 +55,7 @@ json ValueOf(const ArgSpec& a, CLI::Option* o) {
 
 }  // namespace
 
-CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& out) {
+CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& out, bool stdin_ok) {
   CommandLine cl;
   CLI::App app{"layerfs: a versioned filesystem for agent workspaces", "layerfs"};
   app.require_subcommand(1);
@@ -87,6 +88,10 @@ CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& out) 
   for (size_t i = 0; i < subs.size(); i++) {
     if (!subs[i].first->parsed()) continue;
     const Verb* v = subs[i].second;
+    if (v->cli_reads_stdin && !stdin_ok) {
+      cl.needs_stdin = true;
+      return cl;
+    }
     Slots& s = slots[i];
     cl.as_json = s.as_json;
     json all = json::object();
@@ -132,6 +137,37 @@ int PrintOutcome(const CommandLine& cl, const Status& s, const json& result, Out
   if (cl.as_json) o.Err(json{{"error", control::ErrorJson(st)}}.dump() + "\n");
   else o.Err(fmt::format("layerfs: {}\n", st.message()));
   return 1;
+}
+
+namespace {
+
+// `cat` and `read-file` print file content in windows, so a large file never has to fit in one
+// protocol message (or in memory).
+int Cat(const CommandLine& cl, const CallFn& call, Output& o) {
+  constexpr int64_t kWindow = 16 << 20;
+  int64_t off = 0;
+  for (;;) {
+    json a = cl.args.raw();
+    a["offset"] = off;
+    a["length"] = kWindow;
+    json result;
+    Status s = call(*cl.verb, Args(a), &result, nullptr);
+    if (!s.ok()) return PrintOutcome(cl, s, nullptr, o);
+    auto data = Base64Decode(result["content_base64"].get<std::string>());
+    if (!data.ok()) return PrintOutcome(cl, data.status(), nullptr, o);
+    o.Out(*data);
+    off += static_cast<int64_t>(data->size());
+    if (static_cast<int64_t>(data->size()) < kWindow || off >= result["size"].get<int64_t>()) return 0;
+  }
+}
+
+}  // namespace
+
+int RunCommandLine(const CommandLine& cl, const CallFn& call, const ProgressFn& progress, Output& o) {
+  if ((cl.verb->name == "cat" || cl.verb->name == "read_file") && !cl.as_json) return Cat(cl, call, o);
+  json result;
+  Status s = call(*cl.verb, cl.args, &result, progress);
+  return PrintOutcome(cl, s, result, o);
 }
 
 }  // namespace layerfs::cli

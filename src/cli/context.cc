@@ -3,8 +3,6 @@
 #include <unistd.h>
 
 #include <climits>
-#include <fstream>
-#include <sstream>
 
 #include "cli/cli.h"
 
@@ -39,45 +37,6 @@ Result<workspace::WorkspaceRegistry*> Context::Workspaces() {
 std::string Context::Abs(const std::string& path) const {
   if (path.empty() || path[0] == '/') return path;
   return (cwd.empty() ? std::string(".") : cwd) + "/" + path;
-}
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-static std::string Unescape(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); i++) {
-    if (s[i] == '\\' && i + 3 < s.size() + 0 && isdigit(static_cast<unsigned char>(s[i + 1]))) {
-      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8)));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-std::string StoreOfMount(const std::string& path, std::string* mountpoint) {
-  char real[PATH_MAX];
-  if (!realpath(path.c_str(), real)) return "";
-  std::string p = real;
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line, best_store, best_mp;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::vector<std::string> f;
-    std::string w;
-    while (ls >> w) f.push_back(w);
-    auto dash = std::find(f.begin(), f.end(), "-");
-    if (f.size() < 5 || dash == f.end() || dash + 2 >= f.end()) continue;
-    std::string mp = Unescape(f[4]), type = *(dash + 1), source = Unescape(*(dash + 2));
-    if (type != "fuse.layerfs" || source.rfind("layerfs:", 0) != 0) continue;
-    bool under = p == mp || (p.size() > mp.size() && p.compare(0, mp.size(), mp) == 0 && (mp == "/" || p[mp.size()] == '/'));
-    if (under && mp.size() >= best_mp.size()) {
-      best_mp = mp;
-      best_store = source.substr(8);
-    }
-  }
-  if (mountpoint) *mountpoint = best_mp;
-  return best_store;
 }
 
 Result<std::string> Context::BranchOfTarget(const std::string& target, std::string* mountpoint) {

@@ -88,6 +88,7 @@ Verb WriteFile() {
   v.cli = "write-file";
   v.help = "Write a file of a branch's live Workspace (mounted or not); stdin when no content is given";
   v.destructive = true;
+  v.cli_reads_stdin = true;
   v.args = {kTarget, kPath,
             {"content_base64", ArgType::kString, "", "The file's bytes, base64"},
             {"content", ArgType::kString, "--content", "The file's bytes as text (instead of content_base64)"},

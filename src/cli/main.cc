@@ -1,6 +1,8 @@
-// layerfs: runs a verb of the verb table here, or sends it to the layerfsd that holds the Store
-// (starting one for `mount`), and prints its result: text, or with --json the control
-// protocol's result. A failure is one line "layerfs: ..." and exit 1; a usage error exit 2.
+// layerfs-full, the full CLI: runs a verb of the verb table here, or sends it to the layerfsd that
+// holds the Store (starting one for `mount`), and prints its result: text, or with --json the
+// control protocol's result. A failure is one line "layerfs: ..." and exit 1; a usage error exit
+// 2. The `layerfs` program users run is the front (front/front.h), which has the daemon run the
+// command line when one holds the Store and execs this program otherwise.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,7 +18,8 @@
 #include "cli/json_shapes.h"
 #include "client/client.h"
 #include "client/session.h"
-#include "client/terminal_progress.h"
+#include "cli/terminal_progress.h"
+#include "front/front.h"
 
 namespace {
 
@@ -27,35 +30,14 @@ int Fail(const std::string& msg, int code = 1) {
   return code;
 }
 
-// `cat` and `read-file` print file content in windows, so a large file never has to fit in one
-// protocol message (or in memory).
-int Cat(client::Session& session, const cli::CommandLine& cl, cli::Output& o) {
-  constexpr int64_t kWindow = 16 << 20;
-  int64_t off = 0;
-  for (;;) {
-    nlohmann::json a = cl.args.raw();
-    a["offset"] = off;
-    a["length"] = kWindow;
-    nlohmann::json result;
-    Status s = session.Call(*cl.verb, cli::Args(a), &result);
-    if (!s.ok()) return cli::PrintOutcome(cl, s, nullptr, o);
-    auto data = cli::Base64Decode(result["content_base64"].get<std::string>());
-    if (!data.ok()) return cli::PrintOutcome(cl, data.status(), nullptr, o);
-    o.Out(*data);
-    off += static_cast<int64_t>(data->size());
-    if (static_cast<int64_t>(data->size()) < kWindow || off >= result["size"].get<int64_t>()) return 0;
-  }
-}
-
 // `mount -t fuse.layerfs STORE:REF DIR -o OPTS` and fstab entries of that type reach us through
 // mount.fuse3 as `layerfs STORE:REF DIR [-o OPTS]`; that becomes
 // `layerfs --store STORE mount REF DIR [--read-only] [--allow-other] [--threads]`. REF never holds
 // a ':', so the last one splits. Generic mount options are the kernel's or mount's business.
 Result<std::optional<std::vector<std::string>>> FromMountHelper(const std::vector<std::string>& args) {
   using R = std::optional<std::vector<std::string>>;
-  if (args.size() < 3 || args[1].empty() || args[1][0] == '-') return R();
+  if (!front::IsMountHelperForm(args)) return R();
   const size_t colon = args[1].rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == args[1].size()) return R();
   std::vector<std::string> out = {args[0], "--store", args[1].substr(0, colon), "mount",
                                   args[1].substr(colon + 1), args[2]};
   static const std::set<std::string> kIgnored = {
@@ -97,21 +79,7 @@ int main(int argc, char** argv) {
   const cli::Verb& verb = *cl.verb;
   char cwd_buf[PATH_MAX];
   const std::string cwd = getcwd(cwd_buf, sizeof cwd_buf) ? cwd_buf : "/";
-  std::string store = cl.store;
-  if (store.empty()) {
-    if (const char* env = getenv("LAYERFS_STORE")) store = env;
-  }
-  if (store.empty() && verb.name != "init") {
-    // A verb on a mount finds its Store from the mount.
-    for (size_t i = 2; i < args.size() && store.empty(); i++)
-      if (!args[i].empty() && args[i][0] != '-') store = cli::StoreOfMount(args[i]);
-    if (store.empty()) store = cli::StoreOfMount(cwd);
-  }
-  if (!store.empty()) {
-    char real[PATH_MAX];
-    if (realpath(store.c_str(), real)) store = real;
-    else if (store[0] != '/') store = cwd + "/" + store;
-  }
+  const std::string store = front::ResolveStore(cl.store, getenv("LAYERFS_STORE"), args, cwd, verb.name == "init");
   if (verb.name == "exec") return client::RunExec(store, cwd, cl);
   if (verb.name == "mcp") return client::RunMcp(store, cwd);
   client::Session session(verb.name == "init" ? "" : store, cwd);
@@ -133,9 +101,9 @@ int main(int argc, char** argv) {
     Status s = session.ConnectOrStart(-1);
     if (!s.ok()) return cli::PrintOutcome(cl, s, nullptr, o);
   }
-  if ((verb.name == "cat" || verb.name == "read_file") && !cl.as_json) return Cat(session, cl, o);
-  client::TerminalProgress progress;
-  nlohmann::json result;
-  Status s = session.Call(verb, cl.args, &result, progress.fn());
-  return cli::PrintOutcome(cl, s, result, o);
+  cli::TerminalProgress progress(o, isatty(STDERR_FILENO) == 1);
+  auto call = [&](const cli::Verb& v, const cli::Args& a, nlohmann::json* result, const ProgressFn& p) {
+    return session.Call(v, a, result, p);
+  };
+  return cli::RunCommandLine(cl, call, progress.fn(), o);
 }

@@ -84,6 +84,9 @@ struct Verb {
   bool progress = false;   // reports progress for long work
   bool protocol = true;    // served by the daemon (false: init, which has no Store to be held)
   bool mcp = true;         // published as an MCP tool
+  // The CLI's from_cli reads the client's standard input (write-file): only the CLI's own
+  // process can parse its command line, so the daemon leaves it to the full CLI (front/front.h).
+  bool cli_reads_stdin = false;
   // Runs the verb. On failure returns the Status; `*result` may still be set when the failure
   // has one (a merge stopped on conflicts lists them).
   std::function<Status(Context&, const Args&, json* result)> run;

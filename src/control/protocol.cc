@@ -171,8 +171,12 @@ std::string SelfDir() {
 
 std::string DaemonPath() {
   if (const char* env = getenv("LAYERFSD")) return env;
-  std::string beside = SelfDir() + "/layerfsd";
+  const std::string dir = SelfDir();
+  std::string beside = dir + "/layerfsd";
   if (access(beside.c_str(), X_OK) == 0) return beside;
+  // The full CLI installed as PREFIX/libexec/layerfs/layerfs-full (front/front.h): PREFIX/bin.
+  std::string bin = dir + "/../../bin/layerfsd";
+  if (access(bin.c_str(), X_OK) == 0) return bin;
   return "layerfsd";
 }
 

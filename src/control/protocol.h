@@ -70,7 +70,8 @@ Result<Reply> Call(Conn& c, const std::string& verb, const json& args, const std
 
 // True when a daemon answers on the Store's socket.
 bool DaemonRunning(const std::string& store);
-// The layerfsd to start: $LAYERFSD, else the one beside this program, else layerfsd on PATH.
+// The layerfsd to start: $LAYERFSD, else the one beside this program, else ../../bin/layerfsd
+// from it (the full CLI in PREFIX/libexec/layerfs), else layerfsd on PATH.
 std::string DaemonPath();
 // Starts `layerfsd --store STORE --json [--idle SECONDS]` (from $LAYERFSD, beside this program, or on
 // PATH; idle_seconds < 0: without --idle, so it lives for its mounts) and waits until it

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/protocol.h"
+#include "front/front.h"
 
 namespace layerfs::daemon {
 
@@ -45,7 +46,8 @@ json ProgressJson(const Progress& p) {
 // One request's line, checked; sets *close when the connection must end after the answer.
 struct Request {
   json id;  // null until one could be read
-  const cli::Verb* verb = nullptr;
+  const cli::Verb* verb = nullptr;  // null for `cli` (front/front.h)
+  bool command_line = false;        // request `cli`
   cli::Args args;
   std::string cwd = "/";
 };
@@ -74,8 +76,9 @@ Status Parse(const std::string& line, Request* r, bool* close) {
   if (!m.contains("verb") || !m["verb"].is_string()) return Status::Error(kProtocol, "missing 'verb'");
   const std::string verb = m["verb"].get<std::string>();
   r->verb = cli::FindVerb(verb);
-  if (!r->verb) return Status::Invalid(fmt::format("unknown verb '{}'", verb));
-  if (!r->verb->protocol || !r->verb->run)
+  r->command_line = verb == front::kRequestVerb;
+  if (!r->verb && !r->command_line) return Status::Invalid(fmt::format("unknown verb '{}'", verb));
+  if (r->verb && (!r->verb->protocol || !r->verb->run))
     return Status::Invalid(fmt::format("'{}' runs in the client (layerfs {}), not in layerfsd", verb, r->verb->cli));
   if (m.contains("args") && !m["args"].is_null()) {
     if (!m["args"].is_object()) return Status::Invalid(fmt::format("{}: args must be a JSON object", verb));
@@ -151,6 +154,13 @@ void ControlServer::Serve(int fd) {
       if (!s.ok()) {
         answer(req.id, s, nullptr);
         if (close) break;
+        continue;
+      }
+      if (req.command_line) {
+        json result;
+        s = RunCommandLine(conn, req.id, req.args, req.cwd, cred.uid, cred.gid, &result);
+        answer(req.id, s, result);
+        Touch();
         continue;
       }
       if (req.verb->read_only) spdlog::debug("{} {}", req.verb->name, Brief(req.args.raw()));

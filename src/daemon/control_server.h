@@ -18,6 +18,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "control/protocol.h"
 
 namespace layerfs::daemon {
 
@@ -32,6 +33,12 @@ class ControlServer {
   // Runs one verb in the daemon's context, as a request from `uid`/`gid` in `cwd` would.
   Status Run(const cli::Verb& v, const cli::Args& args, const std::string& cwd, uint32_t uid, uint32_t gid,
              const ProgressFn& progress, nlohmann::json* result);
+
+  // Runs request `cli` (front/front.h; front_request.cc): a `layerfs` command line, its output
+  // sent on `conn` as `output` events; *result gets {"exit_code"}. ENOTSUP, before any output,
+  // when the full CLI must run it in the client.
+  Status RunCommandLine(control::Conn& conn, const nlohmann::json& id, const cli::Args& args, const std::string& cwd,
+                        uint32_t uid, uint32_t gid, nlohmann::json* result);
 
   // Ends every connection once its request under way (if any) is answered: the daemon is going.
   void ShutdownAll();

@@ -1,11 +1,11 @@
-#include "client/terminal_progress.h"
+#include "cli/terminal_progress.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <fmt/format.h>
 
-namespace layerfs::client {
+namespace layerfs::cli {
 
 namespace {
 
@@ -18,10 +18,8 @@ std::string Size(double b) {
 
 }  // namespace
 
-TerminalProgress::TerminalProgress() : on_(isatty(STDERR_FILENO) == 1) {}
-
 TerminalProgress::~TerminalProgress() {
-  if (open_line_) fputs("\n", stderr);
+  if (open_line_) o_.Err("\n");
 }
 
 ProgressFn TerminalProgress::fn() {
@@ -36,9 +34,8 @@ void TerminalProgress::Show(const Progress& p) {
   if (p.bytes_total) line += " of " + Size(p.bytes_total);
   if (p.rate > 0) line += ", " + Size(p.rate) + "/s";
   // \r returns to the line's start; \033[K clears what a longer previous line left.
-  fprintf(stderr, "\r%s\033[K%s", line.c_str(), p.done ? "\n" : "");
-  fflush(stderr);
+  o_.Err("\r" + line + "\033[K" + (p.done ? "\n" : ""));
   open_line_ = !p.done;
 }
 
-}  // namespace layerfs::client
+}  // namespace layerfs::cli
