@@ -61,6 +61,8 @@ printf 'v1\n' >"$M/file"
 head -c $((17 << 20)) /dev/urandom >"$M/big"  # more than one 16 MiB window of cat
 c1=$("$LAYERFS" commit "$M" -m one)
 is_id "$c1" || fail "commit printed '$c1'"
+# The daemon logs each command line it runs (its log is flushed a moment later).
+for _ in $(seq 100); do grep -q 'cli commit' "$LAYERFS_STORE/layerfsd.log" && break; sleep 0.1; done
 grep -q 'cli commit' "$LAYERFS_STORE/layerfsd.log" || fail "the daemon did not run the front's commit"
 printf 'v2\n' >"$M/file"
 c2=$("$LAYERFS" commit "$M" -m two)
