@@ -6,7 +6,8 @@
 // What it does, in order:
 //  1. A mount(8) helper command line (`layerfs STORE:REF DIR -o ...`), or no Store found by the
 //     CLI's own rules (ResolveStore), or no daemon listening on the Store's socket: it execs the
-//     full CLI (kFullName beside it, or ../libexec/layerfs/kFullName), which behaves as before.
+//     full CLI (kFullName beside it, ../libexec/layerfs/kFullName, or kFullName on PATH), which
+//     behaves as before.
 //  2. Else it sends one control-protocol request (docs/protocol.md, verb `cli`):
 //       args: {"argv": [every argument, argv[0] included], "store_env": $LAYERFS_STORE or null,
 //              "stderr_tty": whether its stderr is a terminal}

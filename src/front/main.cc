@@ -39,8 +39,10 @@ std::string SelfDir() {
     execv(p.c_str(), argv);
     if (errno != ENOENT) err = errno;
   }
-  fprintf(stderr, "layerfs: cannot run %s (beside %s/layerfs or in ../libexec/layerfs): %s\n", kFullName, dir.c_str(),
-          strerror(err));
+  execvp(kFullName, argv);  // a front copied away from its build or install tree
+  if (errno != ENOENT) err = errno;
+  fprintf(stderr, "layerfs: cannot run %s (beside %s/layerfs, in ../libexec/layerfs or on PATH): %s\n", kFullName,
+          dir.c_str(), strerror(err));
   exit(1);
 }
 
