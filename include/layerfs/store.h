@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -101,12 +102,19 @@ struct StoreStats {
 struct VerifyReport {
   uint64_t commits = 0, objects = 0, bytes = 0;
   uint64_t pending = 0;  // objects still queued for background encoding (verified all the same)
+  uint64_t missing = 0;  // lazy Store: reachable objects not fetched (not problems)
   std::vector<std::string> problems;  // one line each: object, kind, path, what is wrong
   bool ok() const { return problems.empty(); }
 };
 
 struct GcReport {
   uint64_t objects_deleted = 0, bytes_before = 0, bytes_after = 0;
+  uint64_t missing = 0;  // lazy Store: reachable objects not fetched, skipped
+};
+
+struct CreateOptions {
+  std::optional<uint64_t> seed;  // the id key; default: a fresh random one (clone: the origin's)
+  bool empty = false;            // no first Commit and no branch (clone creates the branches)
 };
 
 class Store {
@@ -114,7 +122,8 @@ class Store {
   ~Store();
   // Creates a Store at `path` (which must not exist or be an empty directory) with branch main
   // at an empty first Commit.
-  static Result<std::unique_ptr<Store>> Create(const std::string& path, const Policy& policy);
+  static Result<std::unique_ptr<Store>> Create(const std::string& path, const Policy& policy,
+                                               const CreateOptions& opts = {});
   static Result<std::unique_ptr<Store>> Open(const std::string& path);
   // Opens over an existing Kv (tests: MemKv, FaultKv); creates the Store in it if empty.
   static Result<std::unique_ptr<Store>> OpenOnKv(kv::Kv* kv, const Policy& policy);
@@ -122,9 +131,9 @@ class Store {
   // Commits DIR's tree as the next Commit of opts.branch. Returns the new Commit's id.
   Result<ObjectId> Import(const std::string& dir, const ImportOptions& opts, ImportStats* stats = nullptr);
 
-  // Resolves a branch name, a commit id or unique prefix (>= 4 hex digits), followed by any
-  // number of ~N (N-th first-parent ancestor; ~ alone is ~1) and ^N (N-th parent; ^ alone is ^1,
-  // ^0 the commit itself), as Git reads them: main~2^2~1.
+  // Resolves a branch name, a remote-tracking ref REMOTE/BRANCH, a commit id or unique prefix
+  // (>= 4 hex digits), followed by any number of ~N (N-th first-parent ancestor; ~ alone is ~1)
+  // and ^N (N-th parent; ^ alone is ^1, ^0 the commit itself), as Git reads them: main~2^2~1.
   Result<ObjectId> Resolve(std::string_view spec);
   Status Fork(const std::string& name, std::string_view from);
   Result<std::vector<std::pair<std::string, ObjectId>>> Branches();
@@ -132,6 +141,17 @@ class Store {
   // Moves an existing branch (or creates it) to `commit`.
   Status SetBranch(const std::string& name, const ObjectId& commit);
   Result<std::optional<ObjectId>> BranchHead(const std::string& name);
+  // Moves (or creates, or with `to` nullopt deletes) a branch only if its head is still
+  // `expected` (nullopt: absent); EAGAIN otherwise. `extra` is written in the same batch.
+  Status CasBranch(const std::string& name, const std::optional<ObjectId>& expected,
+                   const std::optional<ObjectId>& to, kv::Batch* extra = nullptr);
+  // Remote-tracking refs as "REMOTE/BRANCH" -> commit id, sorted.
+  Result<std::vector<std::pair<std::string, ObjectId>>> RemoteRefs();
+  // True while some remote is lazy: objects reachable from refs may be missing locally.
+  Result<bool> IsLazy();
+  // Held (shared) by whoever writes objects that no ref reaches yet (fetch); gc takes it
+  // exclusively, so it never frees them in between.
+  std::shared_mutex& gc_mutex();
 
   Result<CommitInfo> GetCommit(const ObjectId& id);
   // Newest first along first parents; limit 0 = all.
@@ -149,11 +169,15 @@ class Store {
   Status Export(const ObjectId& commit, const std::string& dir, const ProgressFn& progress = nullptr);
 
   Result<StoreStats> Stats();
-  // Reads back every object reachable from `commits` (all branches' history when empty).
-  // Reports phase "verify": objects and bytes read so far (no totals).
-  Result<VerifyReport> Verify(const std::vector<ObjectId>& commits, const ProgressFn& progress = nullptr);
-  // Deletes objects no branch reaches; `extra_roots` are Commits kept too (merges in progress).
-  // Reports phase "gc-mark" (objects marked live), then "gc-sweep" (records scanned).
+  // Reads back every object reachable from `commits` (all branches' and remote-tracking refs'
+  // history when empty). In a lazy Store, objects not fetched are counted as missing, not as
+  // problems, unless `fetch` (then they are fetched, verified, and checked). Reports phase
+  // "verify": objects and bytes read so far (no totals).
+  Result<VerifyReport> Verify(const std::vector<ObjectId>& commits, const ProgressFn& progress = nullptr,
+                              bool fetch = false);
+  // Deletes objects no branch or remote-tracking ref reaches; `extra_roots` are Commits kept too
+  // (merges in progress). Reports phase "gc-mark" (objects marked live), then "gc-sweep" (records
+  // scanned).
   Result<GcReport> Gc(const std::vector<ObjectId>& extra_roots = {}, const ProgressFn& progress = nullptr);
 
   // Stores a new Commit of `root` on `branch` (whose head must still be `expected_head`) in one
@@ -185,6 +209,7 @@ class Store {
   uint64_t PendingEncodings();
 
   const Policy& policy() const;
+  uint64_t seed() const;
   const std::string& path() const { return path_; }
   objects::ObjectStore& objects() { return *objects_; }
   kv::Kv& kv() { return *kv_; }
@@ -197,7 +222,8 @@ class Store {
  private:
   Store() = default;
   static Result<std::unique_ptr<Store>> Init(kv::Kv* kv, std::unique_ptr<kv::Kv> owned,
-                                             const Policy* create_policy, std::string path);
+                                             const Policy* create_policy, std::string path,
+                                             const CreateOptions& create);
   std::string path_;
   std::unique_ptr<kv::Kv> owned_kv_;
   kv::Kv* kv_ = nullptr;

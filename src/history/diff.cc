@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "history/keys.h"
 #include "layerfs/store.h"
 #include "objects/tree.h"
 

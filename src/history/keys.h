@@ -14,11 +14,23 @@ namespace layerfs::history {
 // prefix|R records; a version-2 Store has none and opens as is.
 // 4: pending object records (encoding 3, committed but not yet encoded) and the encoding queue
 // (index `enc/` keys); a version-3 Store has neither and opens as is.
-constexpr uint32_t kFormatVersion = 4;
+// 5: remotes (remote/, rref/, lazy, gc-epoch meta keys; rpack/, rnum/, rloc/ index keys); a lazy
+// Store may lack objects. An older Store opens and is upgraded by rewriting its config; older
+// builds refuse a version-5 Store (their gc would drop what only remote-tracking refs reach).
+constexpr uint32_t kFormatVersion = 5;
 constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr std::string_view kConfigKey = "config";
 inline constexpr std::string_view kRefPrefix = "ref/";     // + branch name -> 16-byte commit id
 inline constexpr std::string_view kStatPrefix = "stat/";   // + branch + '\0' + path -> stat entry
+// Remotes (src/remote owns their values; gc and Resolve read the refs and flags).
+inline constexpr std::string_view kRemotePrefix = "remote/";  // + name -> remote config
+inline constexpr std::string_view kRemoteRefPrefix = "rref/";  // + name + '/' + branch -> commit id
+inline constexpr std::string_view kLazyKey = "lazy";           // present while a remote is lazy
+inline constexpr std::string_view kGcEpochKey = "gc-epoch";    // fixed64, bumped by every gc
+
+inline std::string RemoteRefKey(std::string_view remote, std::string_view branch) {
+  return std::string(kRemoteRefPrefix) + std::string(remote) + "/" + std::string(branch);
+}
 
 inline std::string RefKey(std::string_view branch) { return std::string(kRefPrefix) + std::string(branch); }
 inline std::string StatBranchPrefix(std::string_view branch) {

@@ -6,8 +6,10 @@
 #include <map>
 #include <unordered_set>
 
+#include "base/coding.h"
 #include "history/file_content.h"
 #include "history/keys.h"
+#include "history/store_impl.h"
 #include "kv/kv.h"
 #include "objects/object_store.h"
 #include "objects/tree.h"
@@ -44,6 +46,7 @@ const char* PolicyKey(Kind k) {
 }  // namespace
 
 Result<StoreStats> Store::Stats() {
+  objects::LocalOnly local;  // counts what is here; never fetches
   StoreStats st;
   st.policy = policy().ToString();
   // Sizes as the Store settles: what commits left to the background encoder is encoded first.
@@ -94,7 +97,8 @@ Result<StoreStats> Store::Stats() {
   return st;
 }
 
-Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const ProgressFn& progress) {
+Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const ProgressFn& progress,
+                                   bool fetch) {
   VerifyReport rep;
   ProgressMeter meter(progress, "verify");
   auto report = [&] {
@@ -102,14 +106,24 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
     meter.state().bytes = rep.bytes;
     meter.Update();
   };
+  LFS_ASSIGN(bool lazy, IsLazy());
+  // A lazy Store's verify checks what is here and counts the rest, unless asked to fetch it.
+  std::optional<objects::LocalOnly> local;
+  if (!fetch) local.emplace();
   objects_->ClearCache();  // read everything back from the database, not from memory
   std::vector<ObjectId> commits = requested;
   std::unordered_set<ObjectId, ObjectIdHash> seen_commits, seen;
   if (commits.empty()) {
     LFS_ASSIGN(auto branches, Branches());
     for (auto& [name, head] : branches) commits.push_back(head);
+    LFS_ASSIGN(auto rrefs, RemoteRefs());
+    for (auto& [name, head] : rrefs) commits.push_back(head);
   }
   auto problem = [&](const ObjectId& id, const char* kind, const std::string& path, const Status& s) {
+    if (lazy && !fetch && s.code() == ENOENT) {
+      rep.missing++;
+      return;
+    }
     rep.problems.push_back(fmt::format("{} {} at {}: {}", kind, id.Hex(), path.empty() ? "/" : path, s.message()));
   };
   // Returns the entries below the tree, checked against what its parent's entry says: a
@@ -180,6 +194,9 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
 
 Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const ProgressFn& progress) {
   GcReport rep;
+  std::unique_lock gc_lock(impl_->gc_mu);  // no fetch is between writing objects and its refs
+  objects::LocalOnly local;                 // gc never fetches
+  LFS_ASSIGN(bool lazy, IsLazy());
   ProgressMeter mark(progress, "gc-mark");
   LFS_TRY(DrainEncoding());
   // No finalization between mark and sweep: it could choose a base the sweep then frees.
@@ -195,6 +212,8 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const Progr
   LFS_ASSIGN(auto branches, Branches());
   for (auto& [name, head] : branches) work.emplace_back(Kind::kCommit, head);
   for (const auto& id : extra_roots) work.emplace_back(Kind::kCommit, id);
+  LFS_ASSIGN(auto rrefs, RemoteRefs());
+  for (auto& [name, head] : rrefs) work.emplace_back(Kind::kCommit, head);
   while (!work.empty()) {
     auto [kind, id] = work.back();
     work.pop_back();
@@ -203,6 +222,11 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const Progr
     mark.Update();
     // Keep the chain below this record.
     auto info = objects_->Info(kind, id);
+    if (!info.ok() && lazy && info.status().code() == ENOENT) {
+      // Not fetched: what it reaches is missing too, or new and reached through new trees.
+      rep.missing++;
+      continue;
+    }
     if (!info.ok()) return info.status().Context("gc mark");
     if (info->encoding == objects::Encoding::kDelta) work.emplace_back(kind, info->base);
     if (kind == Kind::kCommit) {
@@ -225,6 +249,19 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const Progr
   ProgressMeter sweep(progress, "gc-sweep");
   // Sweep, in bounded batches.
   kv::Batch b;
+  // A new epoch: marks of fetched packs from before it are no longer trusted (docs/design.md,
+  // "Fetch, pull, clone"): an object this gc frees may be one a later pack relies on.
+  {
+    LFS_ASSIGN(auto ev, kv_->Get(kv::Cf::kMeta, history::kGcEpochKey));
+    uint64_t epoch = 0;
+    if (ev && ev->size() == 8) {
+      base::Reader r(*ev);
+      (void)r.Fixed64(&epoch);
+    }
+    std::string nv;
+    base::PutFixed64(&nv, epoch + 1);
+    b.Put(kv::Cf::kMeta, history::kGcEpochKey, nv);
+  }
   for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
     LFS_TRY(kv_->Scan(cf, "", "", [&](auto k, auto) {
       if (k.size() == ObjectId::kSize && !live[cf].count(ObjectId::FromKey(k))) {

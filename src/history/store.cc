@@ -150,7 +150,8 @@ static objects::Tuning TuningFromEnv() {
 static Status WriteMarker(const std::string& path, const Policy& policy);
 
 Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> owned,
-                                           const Policy* create_policy, std::string path) {
+                                           const Policy* create_policy, std::string path,
+                                           const CreateOptions& create) {
   auto st = std::unique_ptr<Store>(new Store());
   st->path_ = std::move(path);
   st->owned_kv_ = std::move(owned);
@@ -160,8 +161,12 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
   bool fresh = !cfg.has_value();
   if (fresh) {
     if (!create_policy) return Status::Corrupt("store has no config (not a LayerFS store?)");
-    std::random_device rd;
-    st->impl_->seed = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(NowNanos());
+    if (create.seed) {
+      st->impl_->seed = *create.seed;
+    } else {
+      std::random_device rd;
+      st->impl_->seed = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(NowNanos());
+    }
     st->impl_->policy = *create_policy;
     st->impl_->created = NowNanos() / 1000000000;
   } else {
@@ -179,7 +184,11 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
   st->impl_->encoder = std::make_unique<objects::BackgroundEncoder>(*st->objects_);
   if (!fresh) LFS_TRY(st->objects_->LoadQueue());
   LFS_ASSIGN(st->data_log_, kv::DataLog::Open(st->path_.empty() ? std::string() : st->path_ + "/data"));
-  if (fresh) {
+  if (fresh && create.empty) {
+    kv::Batch b;
+    b.Put(kv::Cf::kMeta, history::kConfigKey, EncodeConfig(*st->impl_));
+    LFS_TRY(kv->Write(b, true));
+  } else if (fresh) {
     // The first Commit: an empty tree, so every branch always has a head.
     LFS_ASSIGN(auto root, st->objects_->Put(Kind::kTree, objects::EncodeTree({}), std::nullopt));
     CommitInfo c;
@@ -220,7 +229,8 @@ static bool DirIsEmptyOrAbsent(const std::string& path, bool* exists) {
   return empty;
 }
 
-Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Policy& policy) {
+Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Policy& policy,
+                                             const CreateOptions& opts) {
   bool exists;
   if (!DirIsEmptyOrAbsent(path, &exists))
     return Status::Exists(fmt::format("{} exists and is not an empty directory", path));
@@ -238,7 +248,7 @@ Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Poli
   ro.error_if_exists = true;
   LFS_ASSIGN(auto kvp, kv::OpenRocksKv(path + "/db", ro));
   kv::Kv* raw = kvp.get();
-  return Init(raw, std::move(kvp), &policy, path);
+  return Init(raw, std::move(kvp), &policy, path, opts);
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
@@ -257,14 +267,45 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     return kvp.status();
   }
   kv::Kv* raw = kvp->get();
-  return Init(raw, std::move(*kvp), nullptr, path);
+  return Init(raw, std::move(*kvp), nullptr, path, {});
 }
 
 Result<std::unique_ptr<Store>> Store::OpenOnKv(kv::Kv* kv, const Policy& policy) {
-  return Init(kv, nullptr, &policy, "");
+  return Init(kv, nullptr, &policy, "", {});
 }
 
 const Policy& Store::policy() const { return impl_->policy; }
+uint64_t Store::seed() const { return impl_->seed; }
+std::shared_mutex& Store::gc_mutex() { return impl_->gc_mu; }
+
+Result<bool> Store::IsLazy() {
+  LFS_ASSIGN(auto v, kv_->Get(kv::Cf::kMeta, history::kLazyKey));
+  return v.has_value();
+}
+
+Result<std::vector<std::pair<std::string, ObjectId>>> Store::RemoteRefs() {
+  std::vector<std::pair<std::string, ObjectId>> out;
+  std::string begin(history::kRemoteRefPrefix);
+  LFS_TRY(kv_->Scan(kv::Cf::kMeta, begin, history::PrefixEnd(begin), [&](auto k, auto v) {
+    if (v.size() == ObjectId::kSize) out.emplace_back(std::string(k.substr(begin.size())), ObjectId::FromKey(v));
+    return true;
+  }));
+  return out;
+}
+
+Status Store::CasBranch(const std::string& name, const std::optional<ObjectId>& expected,
+                        const std::optional<ObjectId>& to, kv::Batch* extra) {
+  if (!history::ValidBranchName(name)) return Status::Invalid(fmt::format("invalid branch name '{}'", name));
+  std::lock_guard l(impl_->ref_mu);
+  LFS_ASSIGN(auto head, BranchHead(name));
+  if (head != expected) return Status::Error(EAGAIN, fmt::format("branch '{}' moved meanwhile", name));
+  kv::Batch b;
+  if (extra)
+    for (const auto& e : extra->entries()) b.Add(e);
+  if (to) b.Put(kv::Cf::kMeta, history::RefKey(name), to->AsKey());
+  else b.Delete(kv::Cf::kMeta, history::RefKey(name));
+  return kv_->Write(b, true);
+}
 
 Result<std::optional<ObjectId>> Store::BranchHead(const std::string& name) {
   LFS_ASSIGN(auto v, kv_->Get(kv::Cf::kMeta, history::RefKey(name)));
@@ -299,6 +340,11 @@ Result<ObjectId> Store::Resolve(std::string_view spec) {
   std::optional<ObjectId> id;
   if (history::ValidBranchName(base)) {
     LFS_ASSIGN(id, BranchHead(std::string(base)));
+    if (!id && base.find('/') != std::string_view::npos) {
+      // REMOTE/BRANCH: a remote-tracking ref (a local branch of that name wins).
+      LFS_ASSIGN(auto v, kv_->Get(kv::Cf::kMeta, std::string(history::kRemoteRefPrefix) + std::string(base)));
+      if (v && v->size() == ObjectId::kSize) id = ObjectId::FromKey(*v);
+    }
   }
   if (!id) {
     bool hex = base.size() >= 4 && base.size() <= 32 &&

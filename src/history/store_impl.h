@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include "layerfs/store.h"
 #include "objects/background_encoder.h"
@@ -15,6 +16,7 @@ struct Store::Impl {
   int64_t created = 0;
   std::mutex ref_mu;  // serialises ref updates (check-and-set of branch heads)
   std::unique_ptr<objects::BackgroundEncoder> encoder;
+  std::shared_mutex gc_mu;  // Store::gc_mutex()
 };
 
 namespace history {

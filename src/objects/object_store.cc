@@ -70,6 +70,14 @@ Result<RecordInfo> ParseRecord(std::string_view rec, std::string_view* payload) 
   return info;
 }
 
+namespace {
+thread_local int t_local_only = 0;
+}  // namespace
+
+LocalOnly::LocalOnly() { t_local_only++; }
+LocalOnly::~LocalOnly() { t_local_only--; }
+bool LocalOnly::active() { return t_local_only > 0; }
+
 // Blobs and chunks are both plain file content and may stand for each other.
 static bool Compatible(Kind a, Kind b) {
   auto content = [](Kind k) { return k == Kind::kBlob || k == Kind::kChunk; };
@@ -140,7 +148,44 @@ Result<std::optional<std::string>> ObjectStore::ReadRecord(Kind kind, const Obje
     auto it = shared_.records_.find(key);
     if (it != shared_.records_.end()) return std::optional<std::string>(it->second);
   }
+  LFS_ASSIGN(auto rec, kv_->Get(CfOf(kind), id.AsKey()));
+  if (rec || LocalOnly::active() || (txn && txn->dry_)) return rec;
+  std::shared_ptr<ObjectSource> source;
+  {
+    std::lock_guard l(source_mu_);
+    source = source_;
+  }
+  if (!source) return rec;
+  Status s = source->Fetch(kind, id);
+  if (!s.ok()) {
+    if (s.code() == ENOENT) return rec;  // the source lacks it too: absent, as before
+    return s;
+  }
   return kv_->Get(CfOf(kind), id.AsKey());
+}
+
+Result<std::optional<std::string>> ObjectStore::Record(Kind kind, const ObjectId& id, Txn* txn) {
+  return ReadRecord(kind, id, txn);
+}
+
+void ObjectStore::StageRecord(Txn* txn, Kind kind, const ObjectId& id, std::string record) {
+  txn->batch_.Put(CfOf(kind), id.AsKey(), record);
+  txn->records_[StagedKey(kind, id)] = std::move(record);
+}
+
+void ObjectStore::SetSource(std::shared_ptr<ObjectSource> source) {
+  std::lock_guard l(source_mu_);
+  source_ = std::move(source);
+}
+
+bool ObjectStore::has_source() {
+  std::lock_guard l(source_mu_);
+  return source_ != nullptr;
+}
+
+std::shared_ptr<ObjectSource> ObjectStore::source() {
+  std::lock_guard l(source_mu_);
+  return source_;
 }
 
 Result<bool> ObjectStore::Exists(Kind kind, const ObjectId& id, Txn* txn) {
@@ -187,8 +232,15 @@ Result<std::string> ObjectStore::Get(Kind kind, const ObjectId& id, Txn* txn) {
   return Decode(kind, id, 1024, txn);
 }
 
-Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t max_depth, Txn* txn) {
-  if (auto c = CacheGet(id)) return std::move(*c);
+Result<std::string> ObjectStore::GetVerified(Kind kind, const ObjectId& id, Txn* txn) {
+  return Decode(kind, id, 1024, txn, /*use_cache=*/false);
+}
+
+Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t max_depth, Txn* txn,
+                                        bool use_cache) {
+  if (use_cache) {
+    if (auto c = CacheGet(id)) return std::move(*c);
+  }
   // Walk the chain down to a full record, then apply deltas upward: at most cap decodes, and a
   // record whose depth does not shrink by one per step is damaged (this also rules out loops).
   struct Step {
@@ -347,6 +399,9 @@ Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
   if (content.size() > MaxDecodedSize(kind))
     return Status::Errorf(EFBIG, "a {} of {} bytes is more than a Store holds (at most {})", KindName(kind),
                           content.size(), MaxDecodedSize(kind));
+  // A dedup miss or an absent delta base just means storing the content whole, locally: a
+  // commit in a lazy Store never waits on a remote.
+  LocalOnly local;
   // Dedup with collision defence: an existing object under the same id must hold the same bytes;
   // if not, the next key generation is tried.
   for (int g = 0; g < base::kMaxGenerations; g++) {

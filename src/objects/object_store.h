@@ -25,6 +25,7 @@
 #include <deque>
 #include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,6 +36,7 @@
 
 #include "kv/kv.h"
 #include "layerfs/ids.h"
+#include "objects/object_source.h"
 #include "layerfs/store.h"
 
 namespace layerfs::objects {
@@ -137,7 +139,16 @@ class ObjectStore {
   Result<PutResult> Put(Kind kind, std::string_view content, const std::optional<ObjectId>& base,
                         Txn* txn = nullptr);
   // Decoded, hash-verified content. ENOENT if absent, EIO if damaged. Reads see `txn`'s writes.
+  // A record missing locally is asked of the source, if one is set (object_source.h).
   Result<std::string> Get(Kind kind, const ObjectId& id, Txn* txn = nullptr);
+  // As Get, but decodes the record of `id` itself (never its cached content) and verifies it;
+  // the steps below may come from the cache, which holds only verified content. For records that
+  // came from elsewhere: verify them bottom up and each one is checked once.
+  Result<std::string> GetVerified(Kind kind, const ObjectId& id, Txn* txn = nullptr);
+  // The record as stored (nullopt when absent); consults the source as Get does.
+  Result<std::optional<std::string>> Record(Kind kind, const ObjectId& id, Txn* txn = nullptr);
+  // Stages an already encoded record (a fetched one, verified by the caller) in `txn`.
+  void StageRecord(Txn* txn, Kind kind, const ObjectId& id, std::string record);
   Result<bool> Exists(Kind kind, const ObjectId& id, Txn* txn = nullptr);
   Result<RecordInfo> Info(Kind kind, const ObjectId& id, Txn* txn = nullptr);
 
@@ -181,6 +192,10 @@ class ObjectStore {
   // the object graph acyclic as real ids do. Set before any read; not thread-safe.
   using IdCheck = std::function<bool(Kind, const ObjectId&, std::string_view content)>;
   void SetIdCheckForFuzzing(IdCheck check) { id_check_ = std::move(check); }
+  // Where local misses go (nullptr: nowhere). May be set at any time.
+  void SetSource(std::shared_ptr<ObjectSource> source);
+  bool has_source();
+  std::shared_ptr<ObjectSource> source();
 
   uint64_t seed() const { return seed_; }
   const Policy& policy() const { return policy_; }
@@ -189,7 +204,7 @@ class ObjectStore {
 
  private:
   Result<std::optional<std::string>> ReadRecord(Kind kind, const ObjectId& id, Txn* txn);
-  Result<std::string> Decode(Kind kind, const ObjectId& id, uint32_t max_depth, Txn* txn);
+  Result<std::string> Decode(Kind kind, const ObjectId& id, uint32_t max_depth, Txn* txn, bool use_cache = true);
   int LevelFor(size_t input) const;
   Result<std::string> EncodeFull(Kind kind, std::string_view content);
   Result<std::string> ChooseEncoding(Kind kind, std::string_view content,
@@ -216,6 +231,9 @@ class ObjectStore {
   std::unordered_map<uint64_t, size_t> list_left_;  // queue list -> its entries not yet done
   uint64_t next_list_ = 1;
   size_t in_flight_ = 0;
+
+  std::mutex source_mu_;
+  std::shared_ptr<ObjectSource> source_;
 
   std::mutex mu_;  // guards everything below
   Txn shared_;     // the pending writes of callers that pass no Txn

@@ -617,6 +617,11 @@ static Result<uint64_t> AllocateWsid(Store& store) {
   return id;
 }
 
+Result<bool> HasWorkspace(Store& store, const std::string& branch) {
+  LFS_ASSIGN(auto v, store.kv().Get(kv::Cf::kMeta, std::string(kWsKeyPrefix) + branch));
+  return v.has_value();
+}
+
 Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const WorkspaceOptions& opts) {
   static std::mutex open_mu;  // serialises workspace-id allocation
   std::lock_guard ol(open_mu);

@@ -192,6 +192,14 @@ class Workspace {
   // Discards uncommitted changes; with `to`, also moves the branch there. Only while no file is
   // open (the caller checks).
   Status Reset(const std::optional<ObjectId>& to);
+  // Stores the content and trees of the Workspace as it is now (nothing is committed, no mark
+  // is cleared) and returns the root tree's id. The objects are unreferenced until used: hold
+  // the Store's gc_mutex() shared until they are.
+  Result<ObjectId> StoreTree();
+  // Moves the branch from `expected_head` (EAGAIN if it or the Workspace's base moved) to `to`
+  // and rebuilds the Workspace there with `tree` as its content, all of it marked changed:
+  // uncommitted changes carried onto a new base (pull). Only while no file is open.
+  Status Rebase(const ObjectId& expected_head, const ObjectId& to, const ObjectId& tree);
 
   const std::string& branch() const { return opts_.branch; }
   bool read_only() const { return opts_.read_only; }
@@ -211,6 +219,8 @@ class Workspace {
 
 // Deletes the persistent Workspace state of `branch` (after its branch is deleted or reset).
 Status DropWorkspaceState(Store& store, const std::string& branch);
+// True if `branch` has a Workspace (it was mounted, committed through, or given one).
+Result<bool> HasWorkspace(Store& store, const std::string& branch);
 
 // The Commits that merges in progress (stopped on conflicts) in any Workspace of `store` refer
 // to: gc keeps them (their trees hold the conflict files the Workspaces read).

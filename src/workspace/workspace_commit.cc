@@ -356,3 +356,66 @@ Status Workspace::Reset(const std::optional<ObjectId>& to) {
 }
 
 }  // namespace layerfs::workspace
+
+namespace layerfs::workspace {
+
+Result<ObjectId> Workspace::StoreTree() {
+  auto* im = impl_.get();
+  std::lock_guard cl(im->commit_mu_);
+  std::shared_ptr<const kv::Snapshot> snap;
+  std::map<Ino, uint64_t> dirty;
+  objects::Txn txn;
+  Impl::Built built;
+  {
+    auto pin = im->log_.PinSegments();
+    {
+      std::lock_guard l(im->mu_);
+      snap = im->kv_.GetSnapshot();
+      dirty = im->dirty_;
+    }
+    LFS_ASSIGN(built, im->BuildTrees(snap.get(), dirty, &txn));
+  }
+  kv::Batch b;
+  im->store_.objects().TakeBatch(&b, &txn);
+  LFS_TRY(im->kv_.Write(b, false));
+  return built.root;
+}
+
+Status Workspace::Rebase(const ObjectId& expected_head, const ObjectId& to, const ObjectId& tree) {
+  if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
+  auto* im = impl_.get();
+  Status s = [&]() -> Status {
+    std::lock_guard cl(im->commit_mu_);
+    std::lock_guard l(im->mu_);
+    if (im->base_ != expected_head)
+      return Status::Error(EAGAIN, fmt::format("branch '{}': its workspace moved meanwhile", opts_.branch));
+    // Entries of the carried tree, numbered as a base Commit's would be.
+    LFS_ASSIGN(auto entries, im->store_.ReadTree(tree));
+    uint64_t count = 0, dirs = 0;
+    for (const auto& e : entries) {
+      count += 1 + (e.type == EntryType::kDir ? e.subtree_entries : 0);
+      dirs += e.type == EntryType::kDir;
+    }
+    LFS_TRY(im->store_.CasBranch(opts_.branch, expected_head, to));
+    kv::Batch b;
+    b.DeleteRange(kv::Cf::kWorkspace, im->keys_.prefix(), im->keys_.End());
+    LFS_TRY(im->kv_.Write(b, false));
+    im->dirty_.clear();
+    if (!im->log_.empty()) im->log_.RequestCollect();
+    LFS_TRY(im->InitFresh(to));
+    LFS_ASSIGN(Inode root, im->Load(kRootIno));
+    root.origin = tree;
+    root.nlink = 2 + dirs;
+    im->next_ino_ = std::max<uint64_t>(im->next_ino_, 2 + count);
+    kv::Batch rb;
+    im->Put(&rb, root);
+    im->MarkDirty(&rb, kRootIno);  // rebuilt at the next commit: its sums are the tree's
+    im->PutState(&rb);
+    LFS_TRY(im->kv_.Write(rb, true));
+    return im->LoadDir(kRootIno).status();
+  }();
+  im->CollectIfWanted();
+  return s;
+}
+
+}  // namespace layerfs::workspace

@@ -74,8 +74,8 @@ TEST_F(StoreTest, ReopenOnSameKvKeepsConfigAndRefs) {
   EXPECT_EQ(Cat(c, "f"), "hello");
 }
 
-// The format version: a version-1 Store opens and is upgraded in place (as do versions 2 and 3);
-// a newer or unknown one is refused with EPROTO, unchanged.
+// The format version: a Store of every older version (1 to 4) opens and is upgraded in place; a
+// newer or unknown one is refused with EPROTO, unchanged.
 TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
   WriteFile(tmp_ / "f", "hello");
   ObjectId c = Import(tmp_.path());
@@ -94,24 +94,27 @@ TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
     return static_cast<uint32_t>(static_cast<uint8_t>((**cfg)[0])) |
            static_cast<uint32_t>(static_cast<uint8_t>((**cfg)[1])) << 8;
   };
-  for (uint32_t old : {1u, 3u}) {
+  for (uint32_t old : {1u, 2u, 3u, 4u}) {
     set_version(old);
     auto st = Store::OpenOnKv(kv_.get(), Policy{});
     ASSERT_TRUE(st.ok()) << st.status().ToString();
-    EXPECT_EQ(version(), 4u) << old;
+    EXPECT_EQ(version(), 5u) << old;
     store_ = std::move(*st);
     EXPECT_EQ(Cat(c, "f"), "hello");
-    EXPECT_EQ(store_->PendingEncodings(), 0u);  // a version-3 Store has no queue
+    EXPECT_EQ(store_->PendingEncodings(), 0u) << old;  // an imported Store has nothing queued
+    auto refs = store_->RemoteRefs();
+    ASSERT_TRUE(refs.ok());
+    EXPECT_TRUE(refs->empty()) << old;
     store_.reset();
   }
-  for (uint32_t bad : {0u, 5u, 99u}) {
+  for (uint32_t bad : {0u, 6u, 99u}) {
     set_version(bad);
     auto refused = Store::OpenOnKv(kv_.get(), Policy{});
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_EQ(refused.status().code(), EPROTO) << bad;
     EXPECT_EQ(version(), bad);
   }
-  set_version(4);
+  set_version(5);
 }
 
 TEST_F(StoreTest, CreateOpenOnDisk) {

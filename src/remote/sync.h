@@ -1,0 +1,100 @@
+// Push, fetch, pull and clone: the library calls behind the remote verbs (docs/design.md,
+// "Remotes"). Each returns a typed result the verbs render as text and as JSON (their --json and
+// the daemon protocol's result). Long transfers report through `progress`. Thread-safe as the
+// Store is: several may run at once (in the daemon, beside live mounts).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "layerfs/progress.h"
+#include "layerfs/store.h"
+
+namespace layerfs::workspace {
+class WorkspaceRegistry;
+}
+
+namespace layerfs::remote {
+
+// One branch's outcome. Push: "created", "fast-forward", "forced", "up-to-date", "rejected".
+// Fetch: "new", "updated", "forced", "deleted", "unchanged".
+struct RefUpdate {
+  std::string branch;
+  std::optional<ObjectId> old_id, new_id;
+  std::string status;
+  std::string reason;  // why a branch was rejected
+};
+
+struct TransferStats {
+  uint64_t objects = 0, bytes = 0, packs = 0, indexes = 0;
+  double seconds = 0;
+};
+
+struct PushOptions {
+  std::vector<std::string> branches;  // at least one
+  bool force = false;
+  ProgressFn progress;
+};
+struct PushResult {
+  std::string remote, url;
+  std::vector<RefUpdate> refs;
+  TransferStats sent;
+  bool all_ok() const;
+};
+// Sends what the remote lacks for `branches` and moves each remote branch by compare-and-swap.
+// Fails only when nothing could be attempted (no such remote or branch, remote unreachable,
+// another history); a refused branch is in the result (status "rejected").
+Result<PushResult> Push(Store& store, const std::string& remote, const PushOptions& opts);
+
+struct FetchOptions {
+  ProgressFn progress;
+};
+struct FetchResult {
+  std::string remote, url;
+  bool lazy = false;  // refs and indexes only; objects come on first read
+  std::vector<RefUpdate> refs;
+  TransferStats received;
+};
+Result<FetchResult> Fetch(Store& store, const std::string& remote, const FetchOptions& opts);
+
+// How pull reaches a branch's Workspace and its mount (the daemon's, or the CLI's own).
+struct WorkspaceAccess {
+  workspace::WorkspaceRegistry* registry = nullptr;
+  // Runs fn with the branch's mount (if any) detached, then mounts it again.
+  std::function<Status(const std::string& branch, const std::function<Status()>& fn)> with_unmounted;
+};
+struct PullResult {
+  FetchResult fetch;
+  std::string branch;
+  std::optional<ObjectId> old_id;
+  ObjectId new_id;
+  std::string status;     // "created", "fast-forward", "up-to-date", "ahead"
+  std::string workspace;  // "", "reset" (moved with it), "carried" (uncommitted changes kept)
+  uint64_t carried = 0;   // uncommitted paths carried over
+};
+// Fetches, then fast-forwards `branch` to REMOTE/BRANCH. NOT_FAST_FORWARD when they diverged;
+// EBUSY when the Workspace has uncommitted changes the update would touch.
+Result<PullResult> Pull(Store& store, const WorkspaceAccess& ws, const std::string& remote,
+                        const std::string& branch, const FetchOptions& opts);
+
+struct CloneOptions {
+  bool lazy = false;
+  std::string remote_name = "origin";
+  ProgressFn progress;
+};
+struct CloneResult {
+  std::string store, url;
+  bool lazy = false;
+  std::vector<std::pair<std::string, ObjectId>> branches;
+  FetchResult fetch;
+};
+// Creates the Store at `path` (absent or empty) from the remote at `url`; removes what it made
+// if it fails.
+Result<CloneResult> Clone(const std::string& url, const std::string& path, const CloneOptions& opts);
+
+// True if `ancestor` is `descendant` or reachable from it through parents.
+Result<bool> IsAncestor(Store& store, const ObjectId& ancestor, const ObjectId& descendant);
+
+}  // namespace layerfs::remote
