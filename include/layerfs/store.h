@@ -126,7 +126,7 @@ class Store {
                                                const CreateOptions& opts = {});
   static Result<std::unique_ptr<Store>> Open(const std::string& path);
   // Opens over an existing Kv (tests: MemKv, FaultKv); creates the Store in it if empty.
-  static Result<std::unique_ptr<Store>> OpenOnKv(kv::Kv* kv, const Policy& policy);
+  static Result<std::unique_ptr<Store>> OpenOnKv(kv::Kv* kv, const Policy& policy, const CreateOptions& create = {});
 
   // Commits DIR's tree as the next Commit of opts.branch. Returns the new Commit's id.
   Result<ObjectId> Import(const std::string& dir, const ImportOptions& opts, ImportStats* stats = nullptr);

@@ -270,8 +270,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return Init(raw, std::move(*kvp), nullptr, path, {});
 }
 
-Result<std::unique_ptr<Store>> Store::OpenOnKv(kv::Kv* kv, const Policy& policy) {
-  return Init(kv, nullptr, &policy, "", {});
+Result<std::unique_ptr<Store>> Store::OpenOnKv(kv::Kv* kv, const Policy& policy, const CreateOptions& create) {
+  return Init(kv, nullptr, &policy, "", create);
 }
 
 const Policy& Store::policy() const { return impl_->policy; }

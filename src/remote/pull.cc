@@ -1,10 +1,12 @@
 // Pull: fetch, then fast-forward a local branch to its remote-tracking ref, through its
 // Workspace when it has one; uncommitted changes the update does not touch are carried over.
+#include <array>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
 
 #include "history/keys.h"
+#include "history/store_impl.h"
 #include "objects/object_store.h"
 #include "objects/tree.h"
 #include "remote/sync.h"

@@ -1,5 +1,6 @@
 // Push: a post-order walk from the pushed heads that skips what the remote's indexes already
 // hold, packs of the records as stored, then compare-and-swap of each remote branch.
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <unordered_set>
@@ -24,6 +25,8 @@ struct NodeKey {
 struct NodeKeyHash {
   size_t operator()(const NodeKey& k) const { return ObjectIdHash()(k.id) ^ static_cast<size_t>(k.cf); }
 };
+
+std::atomic<size_t> g_pack_target{kPackTarget};
 
 int PackLevel() {
   const char* env = getenv("LAYERFS_PACK_LEVEL");
@@ -107,7 +110,7 @@ class Sender {
  private:
   Status Emit(Kind kind, const ObjectId& id, const std::string& record) {
     LFS_TRY(builder_.Add(kind, id, record));
-    if (builder_.bytes() >= kPackTarget) LFS_TRY(Flush());
+    if (builder_.bytes() >= g_pack_target.load()) LFS_TRY(Flush());
     return Status::Ok();
   }
 
@@ -135,6 +138,8 @@ class Sender {
 };
 
 }  // namespace
+
+void SetPackTargetForTesting(size_t bytes) { g_pack_target = bytes ? bytes : kPackTarget; }
 
 bool PushResult::all_ok() const {
   for (const auto& r : refs)

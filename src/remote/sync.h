@@ -94,6 +94,9 @@ struct CloneResult {
 // if it fails.
 Result<CloneResult> Clone(const std::string& url, const std::string& path, const CloneOptions& opts);
 
+// Tests: packs close at `bytes` instead of kPackTarget (0 restores it).
+void SetPackTargetForTesting(size_t bytes);
+
 // True if `ancestor` is `descendant` or reachable from it through parents.
 Result<bool> IsAncestor(Store& store, const ObjectId& ancestor, const ObjectId& descendant);
 

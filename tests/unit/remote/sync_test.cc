@@ -1,0 +1,346 @@
+// Push, fetch, clone and pull over in-memory remotes: what travels, what a cut or a race leaves,
+// and what a refused push says.
+#include <thread>
+
+#include "history/keys.h"
+#include "sync_fixture.h"
+
+namespace layerfs::testing {
+namespace {
+
+using remote::FaultTransport;
+
+std::map<std::string, std::string> Tree(int files, uint64_t seed, size_t size = 3000) {
+  std::map<std::string, std::string> m;
+  for (int i = 0; i < files; i++)
+    m["d" + std::to_string(i % 7) + "/f" + std::to_string(i)] = TextBytes(size + i, seed + i);
+  return m;
+}
+
+TEST_F(SyncTest, PushThenFetchBringsEveryFile) {
+  NewRemote();
+  Host a = NewHostWithRemote();
+  auto files = Tree(40, 1);
+  Commit(a, files);
+  files["d1/f1"] = "changed";
+  files["new/file"] = RandomBytes(100000, 7);
+  ObjectId head = Commit(a, files);
+  auto pushed = Push(a);
+  ASSERT_TRUE(pushed.ok()) << pushed.status().ToString();
+  ASSERT_EQ(pushed->refs.size(), 1u);
+  EXPECT_EQ(pushed->refs[0].status, "created");
+  EXPECT_GT(pushed->sent.objects, 40u);
+  EXPECT_EQ(pushed->sent.packs, 1u);
+  // The pushing Store now tracks the remote's branch.
+  EXPECT_EQ(*a.store->Resolve("origin/main"), head);
+
+  Host b = NewHostWithRemote();
+  auto fetched = Fetch(b);
+  ASSERT_TRUE(fetched.ok()) << fetched.status().ToString();
+  ASSERT_EQ(fetched->refs.size(), 1u);
+  EXPECT_EQ(fetched->refs[0].status, "new");
+  // All but what b had already (the empty tree of its own first commit).
+  EXPECT_EQ(fetched->received.objects, pushed->sent.objects - 1);
+  auto at = b.store->Resolve("origin/main");
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  EXPECT_EQ(*at, head);
+  for (const auto& [p, c] : files) EXPECT_EQ(Cat(b, head, p), c) << p;
+  auto log = b.store->Log(head);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->size(), 3u);  // init, two commits
+  auto v = b.store->Verify({});
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok()) << v->problems[0];
+  EXPECT_EQ(v->missing, 0u);
+
+  // Nothing new: nothing sent, nothing fetched.
+  auto again = Push(a);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->refs[0].status, "up-to-date");
+  EXPECT_EQ(again->sent.objects, 0u);
+  auto refetch = Fetch(b);
+  ASSERT_TRUE(refetch.ok());
+  EXPECT_EQ(refetch->refs[0].status, "unchanged");
+  EXPECT_EQ(refetch->received.objects, 0u);
+}
+
+TEST_F(SyncTest, IncrementalPushAndFetchFollowTheChange) {
+  auto* fault = NewRemote();
+  Host a = NewHostWithRemote();
+  Host b = NewHostWithRemote();
+  auto files = Tree(300, 3);
+  Commit(a, files);
+  auto first = Push(a);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(Fetch(b).ok());
+  files["d3/f10"] += " one more line\n";
+  ObjectId head = Commit(a, files);
+  uint64_t read_before = fault->bytes_read();
+  auto second = Push(a);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->refs[0].status, "fast-forward");
+  // The commit, the root tree, d3's tree and the file's content.
+  EXPECT_EQ(second->sent.objects, 4u);
+  EXPECT_LT(second->sent.bytes * 20, first->sent.bytes);
+  auto fetched = Fetch(b);
+  ASSERT_TRUE(fetched.ok());
+  EXPECT_EQ(fetched->refs[0].status, "updated");
+  EXPECT_EQ(fetched->received.objects, 4u);
+  EXPECT_LT(fault->bytes_read() - read_before, first->sent.bytes / 10);
+  EXPECT_EQ(Cat(b, head, "d3/f10"), files["d3/f10"]);
+}
+
+TEST_F(SyncTest, CloneMakesAStoreOfTheSameHistory) {
+  NewRemote();
+  Host a = NewHostWithRemote();
+  ObjectId head = Commit(a, Tree(20, 5));
+  ObjectId side = Commit(a, {{"only/on", "side"}}, "side");
+  ASSERT_TRUE(Push(a, {"main", "side"}).ok());
+  std::string path = tmp_ / "clone";
+  remote::CloneOptions co;
+  auto cloned = remote::Clone(Url(), path, co);
+  ASSERT_TRUE(cloned.ok()) << cloned.status().ToString();
+  EXPECT_EQ(cloned->branches.size(), 2u);
+  auto st = Store::Open(path);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ((*st)->seed(), a.store->seed());
+  EXPECT_EQ(*(*st)->BranchHead("main"), head);
+  EXPECT_EQ(*(*st)->BranchHead("side"), side);
+  EXPECT_EQ(*(*st)->Resolve("origin/side"), side);
+  auto v = (*st)->Verify({});
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok());
+  auto remotes = remote::ListRemotes(**st);
+  ASSERT_TRUE(remotes.ok());
+  ASSERT_EQ(remotes->size(), 1u);
+  EXPECT_EQ((*remotes)[0].name, "origin");
+  EXPECT_FALSE((*remotes)[0].lazy);
+  // A clone into a non-empty directory is refused and leaves it alone.
+  auto again = remote::Clone(Url(), path, co);
+  EXPECT_EQ(again.status().code(), EEXIST);
+  // A failed clone (no such remote) leaves nothing behind.
+  std::string bad = tmp_ / "bad";
+  EXPECT_FALSE(remote::Clone("file:///mem/none", bad, co).ok());
+  EXPECT_FALSE(std::filesystem::exists(bad));
+}
+
+TEST_F(SyncTest, PushCutInHalfResumesWithoutResending) {
+  auto* fault = NewRemote();
+  remote::SetPackTargetForTesting(64 << 10);
+  Host a = NewHostWithRemote();
+  std::map<std::string, std::string> files;
+  for (int i = 0; i < 60; i++) files["f" + std::to_string(i)] = RandomBytes(20000, i);
+  ObjectId head = Commit(a, files);
+  // Each pack is two writes (pack, index): let five packs through, then the network goes.
+  fault->FailAfter(10, ETIMEDOUT, FaultTransport::kBlobWrites);
+  auto cut = Push(a);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.status().code(), ETIMEDOUT);
+  uint64_t written_cut = fault->bytes_written();
+  fault->Disarm();
+  // The remote is as it was: no branch.
+  Host probe = NewHostWithRemote();
+  auto f0 = Fetch(probe);
+  ASSERT_TRUE(f0.ok()) << f0.status().ToString();
+  EXPECT_TRUE(f0->refs.empty());
+  auto resumed = Push(a);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->refs[0].status, "created");
+  uint64_t written_resume = fault->bytes_written() - written_cut;
+  // A whole push, for comparison, to a second remote.
+  auto* full = NewRemote("full");
+  ASSERT_TRUE(remote::AddRemote(*a.store, {"full", Url("full"), false, ""}).ok());
+  remote::PushOptions o;
+  o.branches = {"main"};
+  ASSERT_TRUE(remote::Push(*a.store, "full", o).ok());
+  uint64_t whole = full->bytes_written();
+  EXPECT_GT(written_cut, whole / 4);
+  EXPECT_LT(written_resume, whole - written_cut / 2);
+  EXPECT_LT(written_cut + written_resume, whole + whole / 10);
+  remote::SetPackTargetForTesting(0);
+  Host b = NewHostWithRemote();
+  ASSERT_TRUE(Fetch(b).ok());
+  for (const auto& [p, c] : files) EXPECT_EQ(Cat(b, head, p), c) << p;
+}
+
+TEST_F(SyncTest, NonFastForwardIsRefusedUnlessForced) {
+  NewRemote();
+  Host a = NewHostWithRemote();
+  Host b = NewHostWithRemote();
+  Commit(a, {{"x", "1"}});
+  ASSERT_TRUE(Push(a).ok());
+  ObjectId mine = Commit(b, {{"y", "2"}});  // b never saw a's commit
+  auto refused = Push(b);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->refs[0].status, "rejected");
+  EXPECT_NE(refused->refs[0].reason.find("fetch first"), std::string::npos) << refused->refs[0].reason;
+  EXPECT_FALSE(refused->all_ok());
+  ASSERT_TRUE(Fetch(b).ok());
+  auto still = Push(b);
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still->refs[0].status, "rejected");
+  EXPECT_NE(still->refs[0].reason.find("non-fast-forward"), std::string::npos) << still->refs[0].reason;
+  auto forced = Push(b, {"main"}, /*force=*/true);
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ(forced->refs[0].status, "forced");
+  auto f = Fetch(a);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->refs[0].status, "forced");
+  EXPECT_EQ(*a.store->Resolve("origin/main"), mine);
+}
+
+TEST_F(SyncTest, AStoreOfAnotherHistoryIsRefused) {
+  NewRemote();
+  Host a = NewHostWithRemote();
+  Commit(a, {{"x", "1"}});
+  ASSERT_TRUE(Push(a).ok());
+  Host other = NewHostWithRemote("r", false, /*seed=*/7);
+  auto p = Push(other);
+  EXPECT_EQ(p.status().code(), kDiverged);
+  EXPECT_NE(p.status().message().find("another history"), std::string::npos) << p.status().message();
+  EXPECT_EQ(Fetch(other).status().code(), kDiverged);
+}
+
+TEST_F(SyncTest, ConcurrentPushesOfOneBranchHaveOneWinner) {
+  auto* fault = NewRemote();
+  Host a = NewHostWithRemote();
+  Host b = NewHostWithRemote();
+  Commit(a, {{"base", "0"}});
+  ASSERT_TRUE(Push(a).ok());
+  ASSERT_TRUE(Fetch(b).ok());
+  ASSERT_TRUE(b.store->SetBranch("main", *b.store->Resolve("origin/main")).ok());
+  ObjectId from_a = Commit(a, {{"base", "0"}, {"a", "from a"}});
+  ObjectId from_b = Commit(b, {{"base", "0"}, {"b", "from b"}});
+  // b's whole push runs between a's reading the ref and a's compare-and-swap.
+  bool once = false;
+  Result<remote::PushResult> b_push = Status::Error(EINVAL, "not run");
+  fault->SetHook(FaultTransport::kCasRef, [&](FaultTransport::Op, std::string_view) {
+    if (once) return;
+    once = true;
+    b_push = Push(b);
+  });
+  auto a_push = Push(a);
+  fault->SetHook(0, nullptr);
+  ASSERT_TRUE(a_push.ok()) << a_push.status().ToString();
+  ASSERT_TRUE(b_push.ok()) << b_push.status().ToString();
+  EXPECT_EQ(b_push->refs[0].status, "fast-forward");
+  EXPECT_EQ(a_push->refs[0].status, "rejected");
+  EXPECT_NE(a_push->refs[0].reason.find("moved during the push"), std::string::npos) << a_push->refs[0].reason;
+  // Nothing lost: b's commit is the remote's; a still has its own and can see b's.
+  Host c = NewHostWithRemote();
+  ASSERT_TRUE(Fetch(c).ok());
+  EXPECT_EQ(*c.store->Resolve("origin/main"), from_b);
+  EXPECT_EQ(Cat(c, from_b, "b"), "from b");
+  ASSERT_TRUE(Fetch(a).ok());
+  EXPECT_EQ(*a.store->Resolve("origin/main"), from_b);
+  EXPECT_EQ(*a.store->BranchHead("main"), from_a);
+}
+
+TEST_F(SyncTest, LostRaceToAnAncestorStillPushes) {
+  auto* fault = NewRemote();
+  Host a = NewHostWithRemote();
+  Commit(a, {{"x", "1"}});
+  ASSERT_TRUE(Push(a).ok());
+  ObjectId mid = Commit(a, {{"x", "2"}});
+  ObjectId top = Commit(a, {{"x", "3"}});
+  // Someone pushes `mid` (an ancestor of ours) between our read and our swap.
+  bool once = false;
+  fault->SetHook(FaultTransport::kCasRef, [&](FaultTransport::Op, std::string_view key) {
+    if (once) return;
+    once = true;
+    auto ref = fault->base()->GetRef(key);
+    ASSERT_TRUE(ref.ok() && ref->has_value());
+    ASSERT_TRUE(fault->base()->CasRef(key, mid.Hex() + "\n", (*ref)->token).ok());
+  });
+  auto p = Push(a);
+  fault->SetHook(0, nullptr);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->refs[0].status, "fast-forward");
+  Host b = NewHostWithRemote();
+  ASSERT_TRUE(Fetch(b).ok());
+  EXPECT_EQ(*b.store->Resolve("origin/main"), top);
+}
+
+TEST_F(SyncTest, FetchOfADamagedRemoteFailsAndMovesNoRef) {
+  auto* fault = NewRemote();
+  Host a = NewHostWithRemote();
+  Commit(a, Tree(10, 9));
+  ASSERT_TRUE(Push(a).ok());
+  Host b = NewHostWithRemote();
+  for (auto d : {FaultTransport::Damage::kFlip, FaultTransport::Damage::kTruncate}) {
+    fault->SetDamage(d, "pack/");
+    auto f = Fetch(b);
+    ASSERT_FALSE(f.ok());
+    EXPECT_EQ(f.status().code(), EIO) << f.status().ToString();
+    EXPECT_FALSE(b.store->Resolve("origin/main").ok());
+  }
+  fault->SetDamage(FaultTransport::Damage::kFlip, "index/");
+  Host c = NewHostWithRemote();
+  EXPECT_EQ(Fetch(c).status().code(), EIO);
+  fault->SetDamage(FaultTransport::Damage::kNone);
+  ASSERT_TRUE(Fetch(b).ok());
+  auto v = b.store->Verify({});
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok());
+}
+
+TEST_F(SyncTest, GcKeepsWhatOnlyRemoteTrackingRefsReach) {
+  NewRemote();
+  Host a = NewHostWithRemote();
+  ObjectId head = Commit(a, Tree(15, 11));
+  ASSERT_TRUE(Push(a).ok());
+  Host b = NewHostWithRemote();
+  ASSERT_TRUE(Fetch(b).ok());
+  auto gc = b.store->Gc();
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_EQ(gc->objects_deleted, 0u);
+  EXPECT_EQ(Cat(b, head, "d2/f2"), Tree(15, 11)["d2/f2"]);
+  // After a gc, a fetch re-examines every pack once (its marks are of an older epoch).
+  auto f = Fetch(b);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->received.objects, 0u);
+  EXPECT_EQ(f->received.packs, 1u);
+  auto f2 = Fetch(b);
+  ASSERT_TRUE(f2.ok());
+  EXPECT_EQ(f2->received.packs, 0u);
+}
+
+TEST_F(SyncTest, PullFastForwardsAndRefusesADivergedBranch) {
+  NewRemote();
+  Host a = NewHostWithRemote();
+  Host b = NewHostWithRemote();
+  ASSERT_TRUE(b.store->DeleteBranch("main").ok());  // b starts with no history of its own
+  ObjectId first = Commit(a, {{"x", "1"}});
+  ASSERT_TRUE(Push(a).ok());
+  remote::WorkspaceAccess none;
+  EXPECT_EQ(remote::Pull(*b.store, none, "origin", "feature", {}).status().code(), ENOENT);
+  auto created = remote::Pull(*b.store, none, "origin", "main", {});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->status, "created");
+  EXPECT_EQ(*b.store->BranchHead("main"), first);
+  ObjectId second = Commit(a, {{"x", "2"}});
+  ASSERT_TRUE(Push(a).ok());
+  auto ff = remote::Pull(*b.store, none, "origin", "main", {});
+  ASSERT_TRUE(ff.ok()) << ff.status().ToString();
+  EXPECT_EQ(ff->status, "fast-forward");
+  EXPECT_EQ(*ff->old_id, first);
+  EXPECT_EQ(*b.store->BranchHead("main"), second);
+  EXPECT_EQ(Cat(b, second, "x"), "2");
+  auto same = remote::Pull(*b.store, none, "origin", "main", {});
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->status, "up-to-date");
+  ObjectId mine = Commit(b, {{"x", "2"}, {"y", "b"}});
+  auto ahead = remote::Pull(*b.store, none, "origin", "main", {});
+  ASSERT_TRUE(ahead.ok());
+  EXPECT_EQ(ahead->status, "ahead");
+  EXPECT_EQ(*b.store->BranchHead("main"), mine);
+  Commit(a, {{"x", "3"}});
+  ASSERT_TRUE(Push(a).ok());
+  auto diverged = remote::Pull(*b.store, none, "origin", "main", {});
+  EXPECT_EQ(diverged.status().code(), kNotFastForward);
+  EXPECT_NE(diverged.status().message().find("diverged"), std::string::npos);
+  EXPECT_EQ(*b.store->BranchHead("main"), mine);
+}
+
+}  // namespace
+}  // namespace layerfs::testing
