@@ -4,6 +4,8 @@
 
 #include "history/keys.h"
 #include "sync_fixture.h"
+#include "workspace/registry.h"
+#include "workspace/workspace.h"
 
 namespace layerfs::testing {
 namespace {
@@ -340,6 +342,91 @@ TEST_F(SyncTest, PullFastForwardsAndRefusesADivergedBranch) {
   EXPECT_EQ(diverged.status().code(), kNotFastForward);
   EXPECT_NE(diverged.status().message().find("diverged"), std::string::npos);
   EXPECT_EQ(*b.store->BranchHead("main"), mine);
+}
+
+std::string WsRead(workspace::Workspace& ws, const std::string& name) {
+  auto a = ws.Lookup(workspace::kRootIno, name);
+  if (!a.ok()) return "<" + a.status().message() + ">";
+  auto d = ws.Read(a->ino, 0, 1 << 20);
+  return d.ok() ? *d : "<" + d.status().message() + ">";
+}
+
+void WsWrite(workspace::Workspace& ws, const std::string& name, const std::string& data) {
+  auto a = ws.Lookup(workspace::kRootIno, name);
+  if (!a.ok()) a = ws.Mknod(workspace::kRootIno, name, S_IFREG | 0644, 0, {});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  workspace::AttrChange ch;
+  ch.size = 0;
+  ASSERT_TRUE(ws.SetAttr(a->ino, ch).ok());
+  ASSERT_TRUE(ws.Write(a->ino, 0, data).ok());
+}
+
+TEST_F(SyncTest, PullMovesAWorkspaceAndCarriesChangesTheUpdateDoesNotTouch) {
+  NewRemote();
+  Host a = NewHostWithRemote();
+  Host b = NewHostWithRemote();
+  ASSERT_TRUE(b.store->DeleteBranch("main").ok());
+  Commit(a, {{"x", "1"}, {"y", "1"}, {"d/z", "1"}});
+  ASSERT_TRUE(Push(a).ok());
+  remote::WorkspaceAccess none;
+  ASSERT_TRUE(remote::Pull(*b.store, none, "origin", "main", {}).ok());
+  workspace::WorkspaceRegistry reg(*b.store);
+  remote::WorkspaceAccess wsa{&reg, nullptr};
+  {
+    auto ws = reg.Get("main");
+    ASSERT_TRUE(ws.ok());
+    // No changes: the Workspace just follows.
+    ObjectId second = Commit(a, {{"x", "1"}, {"y", "2"}, {"d/z", "1"}});
+    ASSERT_TRUE(Push(a).ok());
+    auto p = remote::Pull(*b.store, wsa, "origin", "main", {});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ(p->workspace, "reset");
+    EXPECT_EQ((*ws)->base_commit(), second);
+    EXPECT_EQ(WsRead(**ws, "y"), "2");
+    // Uncommitted changes to x and a new file; the update changes y and d/z only.
+    WsWrite(**ws, "x", "local x");
+    WsWrite(**ws, "mine", "new here");
+    ObjectId third = Commit(a, {{"x", "1"}, {"y", "3"}, {"d/z", "3"}});
+    ASSERT_TRUE(Push(a).ok());
+    auto carried = remote::Pull(*b.store, wsa, "origin", "main", {});
+    ASSERT_TRUE(carried.ok()) << carried.status().ToString();
+    EXPECT_EQ(carried->status, "fast-forward");
+    EXPECT_EQ(carried->workspace, "carried");
+    EXPECT_EQ(carried->carried, 2u);
+    EXPECT_EQ(*b.store->BranchHead("main"), third);
+    EXPECT_EQ((*ws)->base_commit(), third);
+    EXPECT_EQ(WsRead(**ws, "x"), "local x");
+    EXPECT_EQ(WsRead(**ws, "y"), "3");
+    EXPECT_EQ(WsRead(**ws, "mine"), "new here");
+    auto changes = (*ws)->Changes();
+    ASSERT_TRUE(changes.ok()) << changes.status().ToString();
+    std::set<std::string> paths;
+    for (const auto& c : *changes) paths.insert(c.path);
+    EXPECT_EQ(paths, (std::set<std::string>{"x", "mine"}));
+    // A change the update would overwrite: refused, nothing moves.
+    WsWrite(**ws, "y", "local y");
+    ObjectId fourth = Commit(a, {{"x", "1"}, {"y", "4"}, {"d/z", "3"}});
+    ASSERT_TRUE(Push(a).ok());
+    auto refused = remote::Pull(*b.store, wsa, "origin", "main", {});
+    EXPECT_EQ(refused.status().code(), EBUSY);
+    EXPECT_NE(refused.status().message().find("'y'"), std::string::npos) << refused.status().message();
+    EXPECT_EQ(*b.store->BranchHead("main"), third);
+    EXPECT_EQ(WsRead(**ws, "y"), "local y");
+    EXPECT_EQ(*b.store->Resolve("origin/main"), fourth);
+    // Committed, the carried changes are a commit on top of the update.
+    auto committed = (*ws)->Commit("mine");
+    ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+    EXPECT_EQ(Cat(b, *committed, "d/z"), "3");
+    EXPECT_EQ(Cat(b, *committed, "x"), "local x");
+    EXPECT_EQ(Cat(b, *committed, "mine"), "new here");
+    auto info = b.store->GetCommit(*committed);
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->parents, std::vector<ObjectId>{third});
+    EXPECT_EQ(info->files, 5u);  // x, y, mine, d, d/z
+    auto v = b.store->Verify({*committed});
+    ASSERT_TRUE(v.ok());
+    EXPECT_TRUE(v->ok()) << v->problems[0];
+  }
 }
 
 }  // namespace

@@ -1,0 +1,355 @@
+// Lazy Stores (objects fetched on first read) and what a damaged or hostile remote can and
+// cannot do; the pack and index codec.
+#include "base/coding.h"
+#include "base/hash.h"
+#include "codec/zstd_codec.h"
+#include "history/file_content.h"
+#include "objects/tree.h"
+#include "remote/pack.h"
+#include "sync_fixture.h"
+
+namespace layerfs::testing {
+namespace {
+
+using objects::Kind;
+using remote::FaultTransport;
+
+std::map<std::string, std::string> Tree(int files, uint64_t seed, size_t size = 4000) {
+  std::map<std::string, std::string> m;
+  for (int i = 0; i < files; i++)
+    m["d" + std::to_string(i % 7) + "/f" + std::to_string(i)] = TextBytes(size + i, seed + i);
+  return m;
+}
+
+uint64_t LocalObjects(Host& h) {
+  auto s = h.store->Stats();
+  EXPECT_TRUE(s.ok());
+  uint64_t n = 0;
+  for (auto& [k, v] : s->objects) n += v;
+  return n;
+}
+
+std::string RawRecord(Kind kind, std::string_view content) {
+  std::string r;
+  base::PutU8(&r, static_cast<uint8_t>(kind));
+  base::PutU8(&r, 0);
+  base::PutVarint(&r, 0);
+  base::PutVarint(&r, content.size());
+  r.append(content);
+  return r;
+}
+
+struct Crafted {
+  Kind kind;
+  ObjectId id;
+  std::string record;
+};
+
+class LazyTest : public SyncTest {
+ protected:
+  static constexpr uint64_t kSeed = 42;
+  ObjectId Id(std::string_view content) { return base::HashContent(content, kSeed); }
+
+  // Publishes hand-made records on remote `fault` as one pack, with `head` as main.
+  void Publish(FaultTransport* fault, const std::vector<Crafted>& objs, const ObjectId& head) {
+    remote::RemoteConfig cfg;
+    cfg.id = remote::RandomHex(32);
+    cfg.seed = kSeed;
+    ASSERT_TRUE(fault->base()->Put("config", remote::EncodeRemoteConfig(cfg)).ok());
+    remote::PackBuilder b;
+    for (const auto& o : objs) ASSERT_TRUE(b.Add(o.kind, o.id, o.record).ok());
+    auto built = b.Finish();
+    ASSERT_TRUE(built.ok());
+    std::string name = remote::NewPackName();
+    ASSERT_TRUE(fault->base()->Put("pack/" + name, built->first).ok());
+    ASSERT_TRUE(fault->base()->Put("index/" + name, built->second).ok());
+    ASSERT_TRUE(fault->base()->CasRef("refs/heads/main", head.Hex() + "\n", std::nullopt).ok());
+  }
+  // A commit of `root`, as a record.
+  Crafted CommitOf(const ObjectId& root) {
+    CommitInfo c;
+    c.root = root;
+    c.message = "crafted";
+    std::string data = objects::EncodeCommit(c);
+    return {Kind::kCommit, Id(data), RawRecord(Kind::kCommit, data)};
+  }
+};
+
+TEST_F(LazyTest, ReadingOneFileFetchesThatFileOnly) {
+  auto* fault = NewRemote();
+  Host a = NewHostWithRemote();
+  auto files = Tree(300, 21);
+  files["big/chunked"] = TextBytes(5 << 20, 3);
+  ObjectId head = Commit(a, files);
+  auto pushed = Push(a);
+  ASSERT_TRUE(pushed.ok()) << pushed.status().ToString();
+
+  Host b = NewHostWithRemote("r", /*lazy=*/true);
+  auto f = Fetch(b);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_TRUE(f->lazy);
+  EXPECT_EQ(f->received.objects, 0u);
+  uint64_t before = LocalObjects(b);
+  uint64_t read0 = fault->bytes_read();
+  auto at = b.store->Resolve("origin/main");
+  ASSERT_TRUE(at.ok());
+  ASSERT_EQ(*at, head);
+  EXPECT_EQ(Cat(b, head, "d3/f10"), files["d3/f10"]);
+  // The commit, the root tree, d3's tree and the file: nothing else.
+  EXPECT_EQ(LocalObjects(b) - before, 4u);
+  EXPECT_LT(fault->bytes_read() - read0, pushed->sent.bytes / 20);
+
+  // A range of a large file reads its chunk list and the chunks it covers.
+  uint64_t read1 = fault->bytes_read();
+  auto e = b.store->Lookup(head, "big/chunked");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  auto part = history::ReadContentRange(b.store->objects(), e->id, e->chunked, 3 << 20, 1000);
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  EXPECT_EQ(*part, files["big/chunked"].substr(3 << 20, 1000));
+  EXPECT_LT(fault->bytes_read() - read1, 1u << 20);
+
+  // verify counts what was never fetched, without fetching it; gc copes.
+  auto v = b.store->Verify({});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(v->ok()) << v->problems[0];
+  EXPECT_GT(v->missing, 0u);
+  uint64_t read2 = fault->bytes_read();
+  auto gc = b.store->Gc();
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_GT(gc->missing, 0u);
+  EXPECT_EQ(fault->bytes_read(), read2);
+  EXPECT_EQ(Cat(b, head, "d3/f10"), files["d3/f10"]);
+  // verify --fetch brings and checks everything.
+  auto all = b.store->Verify({}, /*fetch=*/true);
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->ok()) << all->problems[0];
+  EXPECT_EQ(all->missing, 0u);
+  EXPECT_EQ(Cat(b, head, "big/chunked"), files["big/chunked"]);
+}
+
+TEST_F(LazyTest, ADamagedRecordIsEioAndNothingOfItIsKept) {
+  auto* fault = NewRemote();
+  Host a = NewHostWithRemote();
+  auto files = Tree(20, 4);
+  ObjectId head = Commit(a, files);
+  ASSERT_TRUE(Push(a).ok());
+  Host b = NewHostWithRemote("r", true);
+  ASSERT_TRUE(Fetch(b).ok());
+  for (auto d : {FaultTransport::Damage::kFlip, FaultTransport::Damage::kTruncate}) {
+    fault->SetDamage(d, "pack/");
+    auto e = b.store->Lookup(head, "d1/f1");
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.status().code(), EIO) << e.status().ToString();
+    EXPECT_EQ(LocalObjects(b), 2u);  // b's own first commit and its empty tree
+  }
+  // The remote goes away: a clear error, not a hang.
+  fault->SetDamage(FaultTransport::Damage::kNone);
+  fault->FailAfter(0, ETIMEDOUT);
+  auto gone = b.store->Lookup(head, "d1/f1");
+  EXPECT_EQ(gone.status().code(), ETIMEDOUT) << gone.status().ToString();
+  fault->Disarm();
+  EXPECT_EQ(Cat(b, head, "d1/f1"), files["d1/f1"]);
+}
+
+TEST_F(LazyTest, NamesOfAHostileTreeNeverLeaveTheFolder) {
+  auto* fault = NewRemote();
+  std::string file = "payload";
+  ObjectId fid = Id(file);
+  // A tree whose one entry is named "../escape" (what EncodeTree would never write).
+  std::string tree;
+  base::PutVarint(&tree, 1);
+  base::PutBytes(&tree, "../escape");
+  for (int v : {1, 0644, 0, 0}) base::PutVarint(&tree, v);  // type, mode, uid, gid
+  base::PutVarint(&tree, file.size());
+  base::PutSVarint(&tree, 0);
+  for (int i = 0; i < 3; i++) base::PutVarint(&tree, 0);  // nsec, rdev, link group
+  base::PutU8(&tree, 0);
+  base::PutVarint(&tree, 0);
+  tree.append(fid.AsKey());
+  ObjectId tid = Id(tree);
+  Crafted commit = CommitOf(tid);
+  Publish(fault, {{Kind::kBlob, fid, RawRecord(Kind::kBlob, file)}, {Kind::kTree, tid, RawRecord(Kind::kTree, tree)}, commit},
+          commit.id);
+  Host b = NewHostWithRemote("r", true);
+  ASSERT_TRUE(Fetch(b).ok());
+  std::string out = tmp_ / "out/inner";
+  std::filesystem::create_directories(tmp_ / "out");
+  Status s = b.store->Export(commit.id, out);
+  EXPECT_EQ(s.code(), EIO) << s.ToString();
+  EXPECT_FALSE(std::filesystem::exists(tmp_ / "out/escape"));
+  auto tr = b.store->ReadTree(tid);
+  EXPECT_EQ(tr.status().code(), EIO);
+  // A full fetch refuses it too (the tree decodes on every path a fetched name can take).
+  Host c = NewHostWithRemote();
+  ASSERT_TRUE(Fetch(c).ok());
+  EXPECT_EQ(c.store->Export(commit.id, tmp_ / "out2").code(), EIO);
+  EXPECT_FALSE(std::filesystem::exists(tmp_ / "escape"));
+}
+
+TEST_F(LazyTest, LyingSizesDepthsAndChainsAreDamageNotCrashes) {
+  auto* fault = NewRemote();
+  // A blob claiming a decoded size of 1 TiB.
+  std::string huge;
+  base::PutU8(&huge, static_cast<uint8_t>(Kind::kBlob));
+  base::PutU8(&huge, 1);  // zstd
+  base::PutVarint(&huge, 0);
+  base::PutVarint(&huge, 1ull << 40);
+  huge.append(*codec::Compress("tiny", 3));
+  ObjectId huge_id = Id("tiny");
+  // Two deltas based on each other.
+  ObjectId x = Id("x content"), y = Id("y content");
+  auto delta = [&](const ObjectId& base, uint32_t depth) {
+    std::string r;
+    base::PutU8(&r, static_cast<uint8_t>(Kind::kBlob));
+    base::PutU8(&r, 2);
+    base::PutVarint(&r, depth);
+    base::PutVarint(&r, 9);
+    r.append(base.AsKey());
+    r.append(*codec::Compress("x content", 3));
+    return r;
+  };
+  // A tree of both, so a commit reaches them.
+  std::vector<TreeEntry> entries(3);
+  entries[0].name = "huge";
+  entries[0].size = 1ull << 40;
+  entries[0].id = huge_id;
+  entries[1].name = "x";
+  entries[1].size = 9;
+  entries[1].id = x;
+  entries[2].name = "y";
+  entries[2].size = 9;
+  entries[2].id = y;
+  std::string tree = objects::EncodeTree(entries);
+  ObjectId tid = Id(tree);
+  Crafted commit = CommitOf(tid);
+  Publish(fault,
+          {{Kind::kBlob, huge_id, huge}, {Kind::kBlob, x, delta(y, 2)}, {Kind::kBlob, y, delta(x, 1)},
+           {Kind::kTree, tid, RawRecord(Kind::kTree, tree)}, commit},
+          commit.id);
+  Host b = NewHostWithRemote("r", true);
+  ASSERT_TRUE(Fetch(b).ok());
+  for (const char* p : {"huge", "x", "y"}) {
+    auto e = b.store->Lookup(commit.id, p);
+    ASSERT_TRUE(e.ok()) << p << ": " << e.status().ToString();
+    auto d = b.store->ReadFile(*e);
+    EXPECT_EQ(d.status().code(), EIO) << p << ": " << d.status().ToString();
+  }
+  EXPECT_EQ(LocalObjects(b), 4u);  // b's first commit and tree, the crafted commit and tree
+  // A full fetch of the same remote fails as a whole and moves no ref.
+  Host c = NewHostWithRemote();
+  EXPECT_EQ(Fetch(c).status().code(), EIO);
+  EXPECT_FALSE(c.store->Resolve("origin/main").ok());
+}
+
+TEST_F(LazyTest, TreesNestedBeyondTheLimitAreRefused) {
+  auto* fault = NewRemote();
+  std::vector<Crafted> objs;
+  ObjectId inner = Id(objects::EncodeTree({}));
+  objs.push_back({Kind::kTree, inner, RawRecord(Kind::kTree, objects::EncodeTree({}))});
+  for (int i = 0; i < 2100; i++) {
+    TreeEntry e;
+    e.name = "d";
+    e.type = EntryType::kDir;
+    e.mode = 0755;
+    e.id = inner;
+    e.subtree_entries = i;
+    std::string t = objects::EncodeTree({e});
+    inner = Id(t);
+    objs.push_back({Kind::kTree, inner, RawRecord(Kind::kTree, t)});
+  }
+  Crafted commit = CommitOf(inner);
+  objs.push_back(commit);
+  Publish(fault, objs, commit.id);
+  Host b = NewHostWithRemote();
+  ASSERT_TRUE(Fetch(b).ok());
+  // (Export checks the same bound while it writes; creating 2048 levels of directories to see
+  // it refuse the next is slow, so the walks that do not write show it.)
+  auto d = b.store->Diff(*b.store->Resolve("main"), commit.id);
+  EXPECT_EQ(d.status().code(), EIO) << d.status().ToString();
+  EXPECT_NE(d.status().message().find("nested deeper"), std::string::npos) << d.status().message();
+  auto v = b.store->Verify({commit.id});
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->ok());
+}
+
+TEST(PackTest, RecordsRoundTripThroughPackAndIndex) {
+  auto kvp = kv::NewMemKv();
+  auto st = Store::OpenOnKv(kvp.get(), Policy{});
+  ASSERT_TRUE(st.ok());
+  Store& s = **st;
+  auto& os = s.objects();
+  // Small (raw), large (zstd) and delta records.
+  std::vector<std::pair<Kind, ObjectId>> objs;
+  ObjectId prev;
+  for (int i = 0; i < 40; i++) {
+    auto p = os.Put(Kind::kBlob, TextBytes(2000 + i * 997, i), std::nullopt);
+    ASSERT_TRUE(p.ok());
+    objs.push_back({Kind::kBlob, p->id});
+  }
+  for (int i = 0; i < 5; i++) {
+    std::string big = TextBytes(300000, 99);
+    big += std::to_string(i);
+    auto p = os.Put(Kind::kBlob, big, i ? std::optional<ObjectId>(prev) : std::nullopt);
+    ASSERT_TRUE(p.ok());
+    prev = p->id;
+    objs.push_back({Kind::kBlob, p->id});
+  }
+  remote::PackBuilder b(3);
+  std::map<ObjectId, std::string> records;
+  bool delta = false, zstd = false, raw = false;
+  for (const auto& [k, id] : objs) {
+    auto rec = os.Record(k, id);
+    ASSERT_TRUE(rec.ok() && rec->has_value());
+    records[id] = **rec;
+    auto info = objects::ParseRecord(**rec);
+    delta |= info->encoding == objects::Encoding::kDelta;
+    zstd |= info->encoding == objects::Encoding::kZstd;
+    raw |= info->encoding == objects::Encoding::kRaw;
+    ASSERT_TRUE(b.Add(k, id, **rec).ok());
+  }
+  EXPECT_TRUE(delta && zstd && raw);
+  auto built = b.Finish();
+  ASSERT_TRUE(built.ok());
+  const std::string& pack = built->first;
+  auto index = remote::DecodeIndex(built->second);
+  ASSERT_TRUE(index.ok()) << index.status().ToString();
+  EXPECT_EQ(index->entries.size(), objs.size());
+  EXPECT_EQ(index->pack_size, pack.size());
+  for (const auto& e : index->entries) {
+    auto r = remote::RangeFor(e);
+    auto frame = remote::DecodeFrame(e, std::string_view(pack).substr(r.offset, r.length));
+    ASSERT_TRUE(frame.ok()) << frame.status().ToString();
+    auto rec = remote::RecordFromFrame(e, *frame);
+    ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+    EXPECT_EQ(*rec, records[e.id]);
+    // The location record the catalog keeps says the same.
+    uint32_t n = 0;
+    auto loc = remote::DecodeLocation(remote::EncodeLocation(7, e), &n);
+    ASSERT_TRUE(loc.ok());
+    EXPECT_EQ(n, 7u);
+    EXPECT_EQ(loc->frame_offset, e.frame_offset);
+    EXPECT_EQ(loc->base, e.base);
+  }
+  // A damaged or truncated index is refused; so is one whose frames lie outside the pack.
+  std::string bad = built->second;
+  bad[bad.size() / 2] ^= 1;
+  EXPECT_EQ(remote::DecodeIndex(bad).status().code(), EIO);
+  EXPECT_EQ(remote::DecodeIndex(std::string_view(built->second).substr(0, built->second.size() - 3)).status().code(), EIO);
+  remote::PackIndex lying = *index;
+  lying.entries[0].frame_offset = pack.size() + 10;
+  EXPECT_EQ(remote::DecodeIndex(remote::EncodeIndex(lying)).status().code(), EIO);
+  lying = *index;
+  lying.pack_size = 1;
+  EXPECT_EQ(remote::DecodeIndex(remote::EncodeIndex(lying)).status().code(), EIO);
+  // A record read through the wrong entry is refused.
+  auto e0 = index->entries[0];
+  e0.depth = 3;
+  e0.base = prev;
+  auto r0 = remote::RangeFor(index->entries[0]);
+  auto f0 = remote::DecodeFrame(index->entries[0], std::string_view(pack).substr(r0.offset, r0.length));
+  ASSERT_TRUE(f0.ok());
+  EXPECT_EQ(remote::RecordFromFrame(e0, *f0).status().code(), EIO);
+}
+
+}  // namespace
+}  // namespace layerfs::testing
