@@ -228,12 +228,17 @@ Result<CloneResult> Clone(const std::string& url, const std::string& path, const
   res.store = path;
   res.url = url;
   res.lazy = opts.lazy;
+  res.empty_remote = !cfg;
   Status s = [&]() -> Status {
     LFS_TRY(AddRemote(*store, {opts.remote_name, url, opts.lazy, ""}));
     FetchOptions fo;
     fo.progress = opts.progress;
     LFS_ASSIGN(res.fetch, Fetch(*store, opts.remote_name, fo));
     kv::Batch b;
+    if (!cfg) {
+      LFS_ASSIGN(auto main, store->BranchHead("main"));
+      if (main) res.branches.emplace_back("main", *main);
+    }
     for (const auto& u : res.fetch.refs) {
       if (!u.new_id) continue;
       b.Put(kv::Cf::kMeta, history::RefKey(u.branch), u.new_id->AsKey());

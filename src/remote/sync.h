@@ -87,6 +87,7 @@ struct CloneOptions {
 struct CloneResult {
   std::string store, url;
   bool lazy = false;
+  bool empty_remote = false;  // the remote had no history: the Store starts its own
   std::vector<std::pair<std::string, ObjectId>> branches;
   FetchResult fetch;
 };

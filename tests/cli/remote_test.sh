@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Remote verbs without mounts: remote add/list/remove, push, fetch, pull and clone over file://,
+# their --json, and their one-line refusals (unknown names, another history, non-fast-forward,
+# diverged branches, bad URLs) that leave every Store and the remote as they were.
+source "$(dirname "$0")/lib.bash" "$1"
+S=$LAYERFS_STORE R=$WORK/remote
+mkdir -p "$WORK/src/d"
+printf 'one\n' >"$WORK/src/d/f"
+lfs init "$S" >/dev/null
+lfs import -m one "$WORK/src" >/dev/null
+
+[ -z "$(lfs remote)" ] || fail "a new Store lists remotes"
+lfs remote add origin "file://$R"
+[ "$(lfs remote)" = origin ] || fail "remote: $(lfs remote)"
+lfs remote -v | grep -q "^origin	file://$R$" || fail "remote -v: $(lfs remote -v)"
+expect_fail remote add origin "file://$WORK/other"
+expect_fail remote add bad/name "file://$WORK/other"
+expect_fail remote add .hidden "file://$WORK/other"
+expect_fail remote add x "ftp://host/path"
+expect_fail remote add x "relative/path"
+expect_fail remote remove nosuch
+expect_fail push nosuch main
+expect_fail push origin nosuch
+expect_fail fetch nosuch
+
+lfs push origin main --json >"$WORK/push.json"
+python3 - "$WORK/push.json" <<'PY' || fail "push --json: $(cat "$WORK/push.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["remote"] == "origin" and j["refs"][0]["status"] == "created" and j["refs"][0]["old"] is None, j
+assert j["sent"]["objects"] >= 4 and j["sent"]["packs"] == 1, j
+PY
+head=$(lfs log -n 1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+[ "$(lfs log -n 1 --json origin/main | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')" = "$head" ] ||
+  fail "origin/main is not the pushed head"
+lfs push origin | grep -q "up-to-date" || fail "second push is not up to date"
+
+# Clones: full and lazy; into a non-empty directory or from nowhere: refused, nothing left.
+lfs clone "file://$R" "$WORK/c1" >/dev/null
+[ "$(LAYERFS_STORE=$WORK/c1 lfs cat main:d/f)" = one ] || fail "clone lacks the file"
+LAYERFS_STORE=$WORK/c1 lfs verify >/dev/null
+lfs clone --lazy "$R" "$WORK/c2" >/dev/null
+[ "$(LAYERFS_STORE=$WORK/c2 lfs remote -v)" = "origin	$R (lazy)"$'\n'"  origin/main $head" ] ||
+  fail "lazy remote -v: $(LAYERFS_STORE=$WORK/c2 lfs remote -v)"
+expect_fail clone "file://$R" "$WORK/c1"
+expect_fail clone "ftp://host/x" "$WORK/c3"
+[ ! -e "$WORK/c3" ] || fail "a failed clone left its directory"
+# An empty remote clones as a new Store whose first push gives the remote its history.
+lfs clone "file://$WORK/empty" "$WORK/c4" | grep -q "empty" || fail "clone of an empty remote does not say so"
+LAYERFS_STORE=$WORK/c4 lfs push origin main >/dev/null
+lfs clone "file://$WORK/empty" "$WORK/c5" >/dev/null
+[ "$(LAYERFS_STORE=$WORK/c5 lfs log --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 1 ] ||
+  fail "clone of the once-empty remote"
+
+# Another history (another id key) is refused both ways.
+lfs init "$WORK/s2" >/dev/null
+LAYERFS_STORE=$WORK/s2 lfs remote add origin "file://$R"
+LAYERFS_STORE=$WORK/s2 expect_fail push origin main
+grep -q "another history" "$WORK/stderr" || fail "push of another history: $(cat "$WORK/stderr")"
+LAYERFS_STORE=$WORK/s2 expect_fail fetch origin
+
+# Non-fast-forward: c1 pushes first; this Store is refused, then pulls... diverged.
+printf 'two\n' >"$WORK/src/d/f"
+LAYERFS_STORE=$WORK/c1 lfs import -m "c1 two" "$WORK/src" >/dev/null
+LAYERFS_STORE=$WORK/c1 lfs push origin main >/dev/null
+printf 'three\n' >"$WORK/src/d/f"
+lfs import -m three "$WORK/src" >/dev/null
+before=$(store_state)
+expect_fail push origin main
+grep -q "rejected main -> origin/main: fetch first" "$WORK/stderr" || fail "rejection: $(cat "$WORK/stderr")"
+expect_fail pull origin main
+grep -q "diverged" "$WORK/stderr" || fail "pull of a diverged branch: $(cat "$WORK/stderr")"
+[ "$(store_state)" = "$before" ] || fail "a refused push or pull changed the Store"
+[ "$(lfs cat origin/main:d/f)" = two ] || fail "the refused pull did not fetch"
+lfs push origin main --force | grep -q "forced" || fail "push --force"
+# c2 (lazy) never saw c1's commit: the forced head is a fast-forward of what it has.
+LAYERFS_STORE=$WORK/c2 lfs pull origin main --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["status"] == "fast-forward" and j["fetch"]["lazy"], j' || fail "lazy pull of the forced head"
+[ "$(LAYERFS_STORE=$WORK/c2 lfs cat main:d/f)" = three ] || fail "lazy pull: content"
+LAYERFS_STORE=$WORK/c2 lfs fetch origin >/dev/null
+LAYERFS_STORE=$WORK/c2 lfs fork mine origin/main >/dev/null
+[ "$(LAYERFS_STORE=$WORK/c2 lfs cat mine:d/f)" = three ] || fail "fork of origin/main in a lazy Store"
+lfs fork topic >/dev/null
+lfs push origin topic >/dev/null
+LAYERFS_STORE=$WORK/c2 lfs pull origin topic | grep -q "topic: created" || fail "pull of a new branch"
+
+# Removing a remote forgets its tracking refs.
+lfs remote remove origin
+[ -z "$(lfs remote)" ] || fail "remote remove"
+expect_fail log origin/main
+echo "remote cli ok"
