@@ -55,6 +55,10 @@ Status LazySource::Fetch(Kind kind, const ObjectId& id) {
     running_++;
   }
   Status s = FetchLocked(kind, id);
+  // What a reader (a mount's above all) is told: the object is absent, or reading it failed.
+  // A remote that cannot be reached is an I/O error of this Store, with the cause in the message.
+  if (!s.ok() && s.code() != ENOENT && s.code() != EIO)
+    s = Status::Errorf(EIO, "{} {} could not be fetched: {}", objects::KindName(kind), id.Hex(), s.message());
   {
     std::lock_guard l(mu_);
     in_flight_.erase(key);

@@ -4,11 +4,12 @@
 # and pushes; C fetches and sees both; then all three push one branch at once, round after round:
 # one winner per round, every refused host fetches, moves onto the remote head and pushes again,
 # and no pushed Commit and no host's change is lost.
-# REMOTE_URL (default file://$WORK/remote) runs the same against another backend.
+# REMOTE_KIND=rados|s3 (remote_lib.bash) runs the same against the test cluster.
 source "$(dirname "$0")/lib.bash" "$1"
+source "$(dirname "$0")/remote_lib.bash"
 ROUNDS=${ROUNDS:-6}
 A=$WORK/store B=$WORK/B C=$WORK/C
-URL=${REMOTE_URL:-file://$WORK/remote}
+URL=$(new_remote_url hosts)
 a() { LAYERFS_STORE=$A lfs "$@"; }
 b() { LAYERFS_STORE=$B lfs "$@"; }
 c() { LAYERFS_STORE=$C lfs "$@"; }
@@ -147,4 +148,4 @@ done
 same_tree "$WORK/mA" "$WORK/mC"
 c verify >/dev/null || fail "C does not verify"
 a verify >/dev/null || fail "A does not verify"
-echo "remote hosts ok: $ROUNDS rounds, lazy clone of B grew by $(($(du -sk "$B" | cut -f1) - before)) KB"
+echo "remote hosts ok ($REMOTE_KIND): $ROUNDS rounds, lazy clone of B grew by $(($(du -sk "$B" | cut -f1) - before)) KB"
