@@ -11,6 +11,7 @@
 
 #include "layerfs/progress.h"
 #include "layerfs/store.h"
+#include "merge/merge.h"
 
 namespace layerfs::workspace {
 class WorkspaceRegistry;
@@ -62,20 +63,24 @@ Result<FetchResult> Fetch(Store& store, const std::string& remote, const FetchOp
 // How pull reaches a branch's Workspace and its mount (the daemon's, or the CLI's own).
 struct WorkspaceAccess {
   workspace::WorkspaceRegistry* registry = nullptr;
-  // Runs fn with the branch's mount (if any) detached, then mounts it again.
-  std::function<Status(const std::string& branch, const std::function<Status()>& fn)> with_unmounted;
+  // The branch's mountpoint once what the kernel holds for it is flushed; "" when not mounted.
+  std::function<Result<std::string>(const std::string& branch)> mounted;
 };
 struct PullResult {
   FetchResult fetch;
   std::string branch;
   std::optional<ObjectId> old_id;
   ObjectId new_id;
-  std::string status;     // "created", "fast-forward", "up-to-date", "ahead"
-  std::string workspace;  // "", "reset" (moved with it), "carried" (uncommitted changes kept)
-  uint64_t carried = 0;   // uncommitted paths carried over
+  // "created", "fast-forward", "merged", "up-to-date", "ahead" (the branch already has it all),
+  // "conflicts" (the merge was not made; with `stopped`, left in the mount to resolve).
+  std::string status;
+  bool through_workspace = false;  // moved through its Workspace (mounted or with changes)
+  std::vector<merge::Conflict> conflicts;
+  bool stopped = false;
 };
-// Fetches, then fast-forwards `branch` to REMOTE/BRANCH. NOT_FAST_FORWARD when they diverged;
-// EBUSY when the Workspace has uncommitted changes the update would touch.
+// Fetches, then brings REMOTE/BRANCH into `branch` as `layerfs merge` does: a fast-forward, or a
+// merge of diverged histories, through the Workspace when it is mounted or has uncommitted
+// changes (refused with EBUSY, nothing changed, if the update touches a path changed there).
 Result<PullResult> Pull(Store& store, const WorkspaceAccess& ws, const std::string& remote,
                         const std::string& branch, const FetchOptions& opts);
 

@@ -192,14 +192,6 @@ class Workspace {
   // Discards uncommitted changes; with `to`, also moves the branch there. Only while no file is
   // open (the caller checks).
   Status Reset(const std::optional<ObjectId>& to);
-  // Stores the content and trees of the Workspace as it is now (nothing is committed, no mark
-  // is cleared) and returns the root tree's id. The objects are unreferenced until used: hold
-  // the Store's gc_mutex() shared until they are.
-  Result<ObjectId> StoreTree();
-  // Moves the branch from `expected_head` (EAGAIN if it or the Workspace's base moved) to `to`
-  // and rebuilds the Workspace there with `tree` as its content, all of it marked changed:
-  // uncommitted changes carried onto a new base (pull). Only while no file is open.
-  Status Rebase(const ObjectId& expected_head, const ObjectId& to, const ObjectId& tree);
 
   const std::string& branch() const { return opts_.branch; }
   bool read_only() const { return opts_.read_only; }

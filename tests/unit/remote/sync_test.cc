@@ -307,7 +307,7 @@ TEST_F(SyncTest, GcKeepsWhatOnlyRemoteTrackingRefsReach) {
   EXPECT_EQ(f2->received.packs, 0u);
 }
 
-TEST_F(SyncTest, PullFastForwardsAndRefusesADivergedBranch) {
+TEST_F(SyncTest, PullFastForwardsMergesAndLeavesConflictsAlone) {
   NewRemote();
   Host a = NewHostWithRemote();
   Host b = NewHostWithRemote();
@@ -336,12 +336,29 @@ TEST_F(SyncTest, PullFastForwardsAndRefusesADivergedBranch) {
   ASSERT_TRUE(ahead.ok());
   EXPECT_EQ(ahead->status, "ahead");
   EXPECT_EQ(*b.store->BranchHead("main"), mine);
-  Commit(a, {{"x", "3"}});
+  // Diverged: a merge, as `layerfs merge origin/main` would make.
+  ObjectId theirs = Commit(a, {{"x", "3"}});
   ASSERT_TRUE(Push(a).ok());
-  auto diverged = remote::Pull(*b.store, none, "origin", "main", {});
-  EXPECT_EQ(diverged.status().code(), kNotFastForward);
-  EXPECT_NE(diverged.status().message().find("diverged"), std::string::npos);
-  EXPECT_EQ(*b.store->BranchHead("main"), mine);
+  auto merged = remote::Pull(*b.store, none, "origin", "main", {});
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(merged->status, "merged");
+  ObjectId m = **b.store->BranchHead("main");
+  EXPECT_EQ(merged->new_id, m);
+  EXPECT_EQ(b.store->GetCommit(m)->parents, (std::vector<ObjectId>{mine, theirs}));
+  EXPECT_EQ(Cat(b, m, "x"), "3");
+  EXPECT_EQ(Cat(b, m, "y"), "b");
+  // Both sides change x: conflicts, and without a mount to resolve them nothing changes.
+  Commit(b, {{"x", "b's"}, {"y", "b"}});
+  ObjectId before = **b.store->BranchHead("main");
+  Commit(a, {{"x", "a's"}});
+  ASSERT_TRUE(Push(a).ok());
+  auto conflicted = remote::Pull(*b.store, none, "origin", "main", {});
+  ASSERT_TRUE(conflicted.ok()) << conflicted.status().ToString();
+  EXPECT_EQ(conflicted->status, "conflicts");
+  ASSERT_EQ(conflicted->conflicts.size(), 1u);
+  EXPECT_EQ(conflicted->conflicts[0].path, "x");
+  EXPECT_FALSE(conflicted->stopped);
+  EXPECT_EQ(*b.store->BranchHead("main"), before);
 }
 
 std::string WsRead(workspace::Workspace& ws, const std::string& name) {
@@ -371,7 +388,7 @@ TEST_F(SyncTest, PullMovesAWorkspaceAndCarriesChangesTheUpdateDoesNotTouch) {
   remote::WorkspaceAccess none;
   ASSERT_TRUE(remote::Pull(*b.store, none, "origin", "main", {}).ok());
   workspace::WorkspaceRegistry reg(*b.store);
-  remote::WorkspaceAccess wsa{&reg, nullptr};
+  remote::WorkspaceAccess wsa{&reg, {}};
   {
     auto ws = reg.Get("main");
     ASSERT_TRUE(ws.ok());
@@ -380,7 +397,8 @@ TEST_F(SyncTest, PullMovesAWorkspaceAndCarriesChangesTheUpdateDoesNotTouch) {
     ASSERT_TRUE(Push(a).ok());
     auto p = remote::Pull(*b.store, wsa, "origin", "main", {});
     ASSERT_TRUE(p.ok()) << p.status().ToString();
-    EXPECT_EQ(p->workspace, "reset");
+    EXPECT_EQ(p->status, "fast-forward");
+    EXPECT_FALSE(p->through_workspace);
     EXPECT_EQ((*ws)->base_commit(), second);
     EXPECT_EQ(WsRead(**ws, "y"), "2");
     // Uncommitted changes to x and a new file; the update changes y and d/z only.
@@ -391,8 +409,7 @@ TEST_F(SyncTest, PullMovesAWorkspaceAndCarriesChangesTheUpdateDoesNotTouch) {
     auto carried = remote::Pull(*b.store, wsa, "origin", "main", {});
     ASSERT_TRUE(carried.ok()) << carried.status().ToString();
     EXPECT_EQ(carried->status, "fast-forward");
-    EXPECT_EQ(carried->workspace, "carried");
-    EXPECT_EQ(carried->carried, 2u);
+    EXPECT_TRUE(carried->through_workspace);
     EXPECT_EQ(*b.store->BranchHead("main"), third);
     EXPECT_EQ((*ws)->base_commit(), third);
     EXPECT_EQ(WsRead(**ws, "x"), "local x");
@@ -409,7 +426,7 @@ TEST_F(SyncTest, PullMovesAWorkspaceAndCarriesChangesTheUpdateDoesNotTouch) {
     ASSERT_TRUE(Push(a).ok());
     auto refused = remote::Pull(*b.store, wsa, "origin", "main", {});
     EXPECT_EQ(refused.status().code(), EBUSY);
-    EXPECT_NE(refused.status().message().find("'y'"), std::string::npos) << refused.status().message();
+    EXPECT_NE(refused.status().message().find("y would be overwritten"), std::string::npos) << refused.status().message();
     EXPECT_EQ(*b.store->BranchHead("main"), third);
     EXPECT_EQ(WsRead(**ws, "y"), "local y");
     EXPECT_EQ(*b.store->Resolve("origin/main"), fourth);
