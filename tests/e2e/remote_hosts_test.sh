@@ -58,6 +58,9 @@ python3 -c "import json,sys; j=json.load(open('$WORK/clone.json')); assert j['la
 before=$(du -sk "$B" | cut -f1)
 b fork feature origin/main >/dev/null
 LAYERFS_STORE=$B mnt feature "$WORK/mB" >/dev/null
+# Eight readers at once on a mount that has fetched nothing yet: the same bytes as A's.
+sums() { (cd "$1" && find . -type f -print0 | xargs -0 -P 8 -n 3 sha256sum | sort -k2); }
+[ "$(sums "$WORK/mB")" = "$(sums "$WORK/mA")" ] || fail "parallel lazy reads differ from A's files"
 same_tree "$WORK/mA" "$WORK/mB"
 cmp "$WORK/mA/src/deep/er/big.bin" "$WORK/mB/src/deep/er/big.bin" || fail "big file differs"
 printf 'from B\n' >"$WORK/mB/src/from-b.txt"
