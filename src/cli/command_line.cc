@@ -6,6 +6,7 @@
 #include "control/protocol.h"
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <sstream>
 
 namespace layerfs::cli {
@@ -62,9 +63,21 @@ CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& out, 
   app.add_option("--store", cl.store, "Store directory (default: $LAYERFS_STORE)");
   std::deque<Slots> slots;
   std::vector<std::pair<CLI::App*, const Verb*>> subs;
+  std::map<std::string, CLI::App*> by_cli;
   for (const auto& v : Verbs()) {
     if (v.cli.empty()) continue;
-    auto* c = app.add_subcommand(v.cli, v.help);
+    // "remote add": subcommand `add` of the verb whose CLI name is "remote" (listed before it).
+    CLI::App* parent = &app;
+    std::string name = v.cli;
+    if (size_t sp = v.cli.rfind(' '); sp != std::string::npos) {
+      auto it = by_cli.find(v.cli.substr(0, sp));
+      if (it == by_cli.end()) continue;  // the table lists a parent first (verb_test checks it)
+      parent = it->second;
+      parent->require_subcommand(0, 1);
+      name = v.cli.substr(sp + 1);
+    }
+    auto* c = parent->add_subcommand(name, v.help);
+    by_cli[v.cli] = c;
     Slots& s = slots.emplace_back();
     AddArgs(c, v, &s);
     if (v.text) c->add_flag("--json", s.as_json, "Print the result as JSON (the control protocol's result)");
@@ -85,7 +98,9 @@ CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& out, 
     }
     return cl;
   }
-  for (size_t i = 0; i < subs.size(); i++) {
+  // The innermost parsed subcommand is the verb ("remote add" parses "remote" too); children
+  // come after their parent in `subs`.
+  for (size_t i = subs.size(); i-- > 0;) {
     if (!subs[i].first->parsed()) continue;
     const Verb* v = subs[i].second;
     if (v->cli_reads_stdin && !stdin_ok) {
@@ -93,7 +108,8 @@ CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& out, 
       return cl;
     }
     Slots& s = slots[i];
-    cl.as_json = s.as_json;
+    for (size_t k = 0; k < subs.size(); k++)  // --json given to "remote" counts for "remote add"
+      if (subs[k].first->parsed() && slots[k].as_json) cl.as_json = true;
     json all = json::object();
     for (auto& [spec, opt] : s.opts)
       if (opt->count() > 0) all[spec->name] = ValueOf(*spec, opt);

@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "cli/cli.h"
+#include "remote/lazy.h"
 
 namespace layerfs::cli {
 
@@ -23,6 +24,8 @@ Result<Store*> Context::GetStore() {
     usleep(50000);
   }
   store = owned_store.get();
+  // A lazy Store reads what it lacks from its lazy remotes.
+  LFS_TRY(remote::AttachLazySource(*store).status());
   return store;
 }
 

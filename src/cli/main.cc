@@ -79,11 +79,13 @@ int main(int argc, char** argv) {
   const cli::Verb& verb = *cl.verb;
   char cwd_buf[PATH_MAX];
   const std::string cwd = getcwd(cwd_buf, sizeof cwd_buf) ? cwd_buf : "/";
-  const std::string store = front::ResolveStore(cl.store, getenv("LAYERFS_STORE"), args, cwd, verb.name == "init");
+  // init and clone make a Store: the CLI runs them itself, never in a daemon.
+  const bool makes_store = verb.name == "init" || verb.name == "clone";
+  const std::string store = front::ResolveStore(cl.store, getenv("LAYERFS_STORE"), args, cwd, makes_store);
   if (verb.name == "exec") return client::RunExec(store, cwd, cl);
   if (verb.name == "mcp") return client::RunMcp(store, cwd);
-  client::Session session(verb.name == "init" ? "" : store, cwd);
-  if (verb.name != "init" && !store.empty() && !session.Connect() && verb.name == "mount") {
+  client::Session session(makes_store ? "" : store, cwd);
+  if (!makes_store && !store.empty() && !session.Connect() && verb.name == "mount") {
     if (cl.all.Bool("foreground")) {
       // Become the daemon, with the mount as its first request.
       std::string d = control::DaemonPath();

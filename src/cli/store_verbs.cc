@@ -226,7 +226,8 @@ Verb Verify() {
   v.help = "Read back every object reachable from COMMITs (default all) and check hashes";
   v.read_only = true;
   v.progress = true;
-  v.args = {{"commits", ArgType::kStrings, "COMMIT", "Commits to verify (default: every branch's history)"}};
+  v.args = {{"commits", ArgType::kStrings, "COMMIT", "Commits to verify (default: the history of every branch and remote-tracking ref)"},
+            {"fetch", ArgType::kBool, "--fetch", "Lazy Store: fetch what was never read (verified) and check it too"}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore());
     std::vector<ObjectId> ids;
@@ -234,15 +235,18 @@ Verb Verify() {
       LFS_ASSIGN(ObjectId id, st->Resolve(spec));
       ids.push_back(id);
     }
-    LFS_ASSIGN(auto rep, st->Verify(ids, ctx.progress));
-    *result = {{"ok", rep.ok()},     {"commits", rep.commits}, {"objects", rep.objects},
-               {"bytes", rep.bytes},   {"problems", rep.problems}, {"pending", rep.pending}};
+    LFS_ASSIGN(auto rep, st->Verify(ids, ctx.progress, a.Bool("fetch")));
+    *result = {{"ok", rep.ok()},         {"commits", rep.commits},    {"objects", rep.objects},
+               {"bytes", rep.bytes},     {"problems", rep.problems}, {"pending", rep.pending},
+               {"missing", rep.missing}};
     return Status::Ok();
   };
   v.text = [](const Args&, const json& r, Output& o) {
     for (const auto& p : r["problems"]) o.Outf("damaged: {}\n", p.get<std::string>());
     o.Outf("{} commits, {} objects, {} bytes verified, {} problems\n", r["commits"].get<uint64_t>(),
            r["objects"].get<uint64_t>(), r["bytes"].get<uint64_t>(), r["problems"].size());
+    if (uint64_t missing = r.value("missing", uint64_t{0}))
+      o.Outf("{} objects not fetched yet (lazy Store; verify --fetch fetches and checks them)\n", missing);
   };
   v.cli_status = [](const json& r) {
     if (r["ok"].get<bool>()) return Status::Ok();
@@ -263,12 +267,15 @@ Verb Gc() {
     LFS_ASSIGN(auto rep, st->Gc(roots, ctx.progress));
     *result = {{"objects_deleted", rep.objects_deleted},
                {"bytes_before", rep.bytes_before},
-               {"bytes_after", rep.bytes_after}};
+               {"bytes_after", rep.bytes_after},
+               {"missing", rep.missing}};
     return Status::Ok();
   };
   v.text = [](const Args&, const json& r, Output& o) {
     o.Outf("deleted {} objects; allocated {} -> {}\n", r["objects_deleted"].get<uint64_t>(),
            Mb(r["bytes_before"].get<uint64_t>()), Mb(r["bytes_after"].get<uint64_t>()));
+    if (uint64_t missing = r.value("missing", uint64_t{0}))
+      o.Outf("{} reachable objects not fetched (lazy Store), skipped\n", missing);
   };
   return v;
 }

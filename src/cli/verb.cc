@@ -36,6 +36,7 @@ const std::vector<Verb>& Verbs() {
     AddWorkspaceVerbs(&t);
     AddFileVerbs(&t);
     AddMergeVerbs(&t);
+    AddRemoteVerbs(&t);
     AddClientVerbs(&t);
     return t;
   }();

@@ -121,6 +121,7 @@ void AddHistoryVerbs(std::vector<Verb>* out);
 void AddWorkspaceVerbs(std::vector<Verb>* out);
 void AddMergeVerbs(std::vector<Verb>* out);
 void AddFileVerbs(std::vector<Verb>* out);
+void AddRemoteVerbs(std::vector<Verb>* out);
 void AddClientVerbs(std::vector<Verb>* out);
 
 }  // namespace layerfs::cli

@@ -83,6 +83,8 @@ Status ControlServer::RunCommandLine(control::Conn& conn, const json& id, const 
   if (cl.exit < 0) {
     const cli::Verb& v = *cl.verb;
     if (!v.protocol || !v.run) return RunsInClient(fmt::format("'{}'", v.cli.empty() ? v.name : v.cli));
+    // clone makes a new Store: the full CLI runs it itself, as it does init.
+    if (v.name == "clone") return RunsInClient("'clone'");
     // Only a command line the full CLI would have sent here: the same Store, found its way.
     const std::string named =
         front::ResolveStore(cl.store, has_store_env ? store_env.c_str() : nullptr, argv, cwd, v.name == "init");

@@ -29,6 +29,7 @@
 #include "cli/command_line.h"
 #include "daemon/control_server.h"
 #include "daemon/mount_service.h"
+#include "remote/lazy.h"
 #include "kv/kv.h"
 
 namespace {
@@ -179,6 +180,11 @@ int Main(int argc, char** argv) {
     return 1;
   }
   d.store = std::move(*st);
+  // A lazy Store reads what it lacks from its lazy remotes, from any thread (FUSE ones too).
+  if (auto src = remote::AttachLazySource(*d.store); !src.ok()) {
+    report(src.status().message());
+    return 1;
+  }
   // Commits return once their content is durable; encoding it into history runs on the
   // encoder's thread (docs/design.md, "Commits in the background"). LAYERFS_BACKGROUND_ENCODING=0
   // encodes inside each commit instead (A/B runs).

@@ -243,6 +243,7 @@ Result<PushResult> Push(Store& store, const std::string& remote_name, const Push
       if (!ff) {
         u.status = "rejected";
         u.reason = "fetch first: the remote branch moved during the push";
+        u.lost_race = true;
         break;
       }
       token = now->token;

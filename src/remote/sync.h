@@ -26,6 +26,7 @@ struct RefUpdate {
   std::optional<ObjectId> old_id, new_id;
   std::string status;
   std::string reason;  // why a branch was rejected
+  bool lost_race = false;  // rejected because the remote branch moved during the push (ESTALE)
 };
 
 struct TransferStats {

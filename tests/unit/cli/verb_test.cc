@@ -97,6 +97,39 @@ TEST(CommandLine, ParsesIntoProtocolArguments) {
   EXPECT_EQ(cl.exit, 2);
 }
 
+TEST(CommandLine, RemoteVerbsParseIntoTheirProtocolVerbs) {
+  Capture o;
+  CommandLine cl = ParseCommandLine({"layerfs", "remote", "add", "origin", "s3://b/p", "--lazy", "--json"}, o);
+  ASSERT_EQ(cl.exit, -1) << o.err;
+  EXPECT_EQ(cl.verb->name, "remote_add");
+  EXPECT_EQ(cl.args.raw(), json({{"name", "origin"}, {"url", "s3://b/p"}, {"lazy", true}}));
+  EXPECT_TRUE(cl.as_json);
+  cl = ParseCommandLine({"layerfs", "remote", "-v"}, o);
+  EXPECT_EQ(cl.verb->name, "remote_list");
+  EXPECT_EQ(cl.args.raw(), json::object());  // -v shapes the text only
+  EXPECT_TRUE(cl.all.Bool("verbose"));
+  cl = ParseCommandLine({"layerfs", "remote", "--json", "remove", "origin"}, o);
+  EXPECT_EQ(cl.verb->name, "remote_remove");
+  EXPECT_EQ(cl.args.raw(), json({{"name", "origin"}}));
+  EXPECT_TRUE(cl.as_json);
+  cl = ParseCommandLine({"layerfs", "push", "origin", "main", "b2", "--force"}, o);
+  EXPECT_EQ(cl.verb->name, "push");
+  EXPECT_EQ(cl.args.raw(), json({{"remote", "origin"}, {"branches", {"main", "b2"}}, {"force", true}}));
+  cl = ParseCommandLine({"layerfs", "pull", "origin", "main"}, o);
+  EXPECT_EQ(cl.args.raw(), json({{"remote", "origin"}, {"branch", "main"}}));
+  cl = ParseCommandLine({"layerfs", "clone", "file:///r", "s", "--lazy"}, o);
+  EXPECT_EQ(cl.args.raw(), json({{"url", "file:///r"}, {"store", "s"}, {"lazy", true}}));
+  for (const char* v : {"remote_list", "remote_add", "remote_remove", "push", "fetch", "pull", "clone"}) {
+    ASSERT_NE(FindVerb(v), nullptr) << v;
+    EXPECT_TRUE(FindVerb(v)->protocol) << v;
+  }
+  for (const char* v : {"push", "fetch", "pull", "clone"}) EXPECT_TRUE(FindVerb(v)->progress) << v;
+  Capture bad;
+  cl = ParseCommandLine({"layerfs", "remote", "add", "origin"}, bad);
+  EXPECT_EQ(cl.exit, 2);
+  EXPECT_EQ(CheckArgs(*FindVerb("remote_list"), {{"verbose", true}}).code(), EINVAL);
+}
+
 TEST(CommandLine, PrintsTextJsonAndErrors) {
   Capture o;
   CommandLine cl = ParseCommandLine({"layerfs", "fork", "x"}, o);

@@ -120,7 +120,7 @@ TEST_F(LazyTest, ReadingOneFileFetchesThatFileOnly) {
   EXPECT_EQ(fault->bytes_read(), read2);
   EXPECT_EQ(Cat(b, head, "d3/f10"), files["d3/f10"]);
   // verify --fetch brings and checks everything.
-  auto all = b.store->Verify({}, /*fetch=*/true);
+  auto all = b.store->Verify({}, nullptr, /*fetch=*/true);
   ASSERT_TRUE(all.ok());
   EXPECT_TRUE(all->ok()) << all->problems[0];
   EXPECT_EQ(all->missing, 0u);
