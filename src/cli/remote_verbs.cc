@@ -125,6 +125,9 @@ Verb RemoteList() {
       }
       o.Outf("{}\t{}{}\n", name, rm["url"].get<std::string>(), rm["lazy"].get<bool>() ? " (lazy)" : "");
       for (const auto& [b, id] : rm["branches"].items()) o.Outf("  {}/{} {}\n", name, b, id.get<std::string>());
+      if (rm.contains("fetched_on_read") && rm["fetched_on_read"]["objects"].get<uint64_t>() > 0)
+        o.Outf("  fetched on first read here: {} objects, {}\n", rm["fetched_on_read"]["objects"].get<uint64_t>(),
+               Size(rm["fetched_on_read"]["bytes"].get<uint64_t>()));
     }
   };
   return v;

@@ -2,6 +2,7 @@
 // and what a refused push says.
 #include <thread>
 
+#include "cli/cli.h"
 #include "history/keys.h"
 #include "sync_fixture.h"
 #include "workspace/registry.h"
@@ -228,6 +229,7 @@ TEST_F(SyncTest, ConcurrentPushesOfOneBranchHaveOneWinner) {
   EXPECT_EQ(b_push->refs[0].status, "fast-forward");
   EXPECT_EQ(a_push->refs[0].status, "rejected");
   EXPECT_NE(a_push->refs[0].reason.find("moved during the push"), std::string::npos) << a_push->refs[0].reason;
+  EXPECT_TRUE(a_push->refs[0].lost_race);
   // Nothing lost: b's commit is the remote's; a still has its own and can see b's.
   Host c = NewHostWithRemote();
   ASSERT_TRUE(Fetch(c).ok());
@@ -444,6 +446,49 @@ TEST_F(SyncTest, PullMovesAWorkspaceAndCarriesChangesTheUpdateDoesNotTouch) {
     ASSERT_TRUE(v.ok());
     EXPECT_TRUE(v->ok()) << v->problems[0];
   }
+}
+
+// The push verb (what the CLI, the protocol and MCP run): a branch refused because the remote
+// moved during the push is ESTALE, one refused because it is not a fast-forward is
+// NOT_FAST_FORWARD; either way the failure carries the push's result.
+TEST_F(SyncTest, PushVerbCodesCarryTheResult) {
+  auto* fault = NewRemote();
+  Host a = NewHostWithRemote();
+  Host b = NewHostWithRemote();
+  Commit(a, {{"base", "0"}});
+  ASSERT_TRUE(Push(a).ok());
+  ASSERT_TRUE(Fetch(b).ok());
+  ASSERT_TRUE(b.store->SetBranch("main", *b.store->Resolve("origin/main")).ok());
+  Commit(a, {{"base", "0"}, {"a", "1"}});
+  Commit(b, {{"base", "0"}, {"b", "1"}});
+  using nlohmann::json;
+  auto push_verb = [](Host& h, json* result) {
+    cli::Context ctx;
+    ctx.store = h.store.get();
+    return cli::RunVerb(ctx, *cli::FindVerb("push"), cli::Args(json{{"remote", "origin"}, {"branches", {"main"}}}),
+                        result);
+  };
+  bool once = false;
+  json b_result;
+  Status b_status = Status::Error(EINVAL, "not run");
+  fault->SetHook(remote::FaultTransport::kCasRef, [&](remote::FaultTransport::Op, std::string_view) {
+    if (once) return;
+    once = true;
+    b_status = push_verb(b, &b_result);
+  });
+  json a_result;
+  Status s = push_verb(a, &a_result);
+  fault->SetHook(0, nullptr);
+  ASSERT_TRUE(b_status.ok()) << b_status.ToString();
+  EXPECT_EQ(b_result["refs"][0]["status"], "fast-forward");
+  EXPECT_EQ(s.code(), ESTALE) << s.ToString();
+  EXPECT_NE(s.message().find("rejected main -> origin/main"), std::string::npos) << s.message();
+  EXPECT_EQ(a_result["refs"][0]["status"], "rejected") << a_result.dump();
+  // Pushed again, a knows the remote head now and is plainly behind it.
+  json again;
+  s = push_verb(a, &again);
+  EXPECT_EQ(s.code(), kNotFastForward) << s.ToString();
+  EXPECT_EQ(again["refs"][0]["status"], "rejected") << again.dump();
 }
 
 }  // namespace
