@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A remote that fails under live mounts: it goes away in the middle of a push and of a lazy read
-# (REMOTE_KIND=s3: radosgw killed; rados: the OSD killed), and it holds a damaged pack. Each gives
-# one clear error, nothing is lost, and once the remote is back everything works, the push
-# sending only what had not arrived.
+# (REMOTE_KIND=s3: radosgw killed; rados: the OSD killed), its main moves underneath a host (a
+# refused push, a forced update seen by fetch, a pull that merges), a ref is damaged, and it holds
+# a damaged pack. Each gives one clear error, nothing is lost, and once the remote is back
+# everything works, the push sending only what had not arrived.
 source "$(dirname "$0")/lib.bash" "$1"
 source "$(dirname "$0")/remote_lib.bash"
 export LAYERFS_REMOTE_TIMEOUT=5
@@ -38,6 +39,7 @@ cleanup_faults() {
   for d in "${MOUNTED[@]}"; do is_mounted "$d" && timeout 10 "$LAYERFS" umount "$d" >/dev/null 2>&1 || true; done
   stop_daemon_of "$B"
   stop_daemon_of "$C"
+  stop_daemon_of "$WORK/D"
   # Never leave the shared cluster down for the tests after this one.
   if [ -n "$DOWN" ]; then "$(dirname "$0")/../remote/ceph-cluster" revive "$CLUSTER_DIR" "$DOWN" >/dev/null || true; fi
 }
@@ -110,48 +112,111 @@ fi
 cmp "$WORK/mA/data/r2.bin" "$WORK/mB/data/r2.bin" || fail "lazy read after the outage differs"
 b umount "$WORK/mB"
 
-# A damaged pack on the remote: a lazy read of it is EIO, a clone of it fails whole.
-damage_pack() {
+# Keys of the remote, read and written behind LayerFS's back (an admin, a broken writer).
+s3_curl() {
+  curl -sf --max-time 60 -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" --aws-sigv4 "aws:amz:us-east-1:s3" \
+    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "$@"
+}
+s3_bucket() { local b=${URL#s3://}; echo "$LAYERFS_TEST_S3_ENDPOINT/${b%%\?*}"; }
+get_key() {  # get_key KEY FILE
   case $REMOTE_KIND in
-    file)
-      local p
-      p=$(find "${URL#file://}" -path '*pack+*' -type f -size +1M | head -n 1)
-      python3 -c "
-import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0x5a; open(p,'wb').write(b)" "$p"
-      ;;
-    rados)
-      local ns=${URL#rados://*/} obj
-      obj=$(rados -c "$CEPH_CONF" -p "$LAYERFS_TEST_RADOS_POOL" -N "$ns" ls | grep '^pack/' | head -n 1)
-      rados -c "$CEPH_CONF" -p "$LAYERFS_TEST_RADOS_POOL" -N "$ns" get "$obj" "$WORK/pack"
-      python3 -c "
-import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0x5a; open(p,'wb').write(b)" "$WORK/pack"
-      rados -c "$CEPH_CONF" -p "$LAYERFS_TEST_RADOS_POOL" -N "$ns" put "$obj" "$WORK/pack"
-      ;;
-    s3) return 1 ;;
+    file) cp "${URL#file://}/$(sed 's#/#+/#g' <<<"$1")" "$2" ;;
+    rados) rados -c "$CEPH_CONF" -p "$LAYERFS_TEST_RADOS_POOL" -N "${URL#rados://*/}" get "$1" "$2" ;;
+    s3) s3_curl -o "$2" "$(s3_bucket)/$1" ;;
   esac
 }
-if damage_pack; then
-  D=$WORK/D
-  LAYERFS_STORE=$D lfs clone --lazy "$URL" "$D" >/dev/null
-  LAYERFS_STORE=$D mnt main "$WORK/mD" >/dev/null
-  bad=0
-  for f in "$WORK"/mA/data/*.bin; do
-    n=$(basename "$f")
-    if cat "$WORK/mD/data/$n" >"$WORK/read" 2>"$WORK/cat.err"; then
-      cmp -s "$f" "$WORK/read" || fail "wrong bytes from a damaged remote: $n"
-    else
-      grep -q "Input/output error" "$WORK/cat.err" || fail "damaged read: $(cat "$WORK/cat.err")"
-      bad=$((bad + 1))
-    fi
-  done
-  [ $bad -gt 0 ] || fail "no read noticed the damaged pack"
-  LAYERFS_STORE=$D lfs umount "$WORK/mD"
-  stop_daemon_of "$D"
-  LAYERFS_STORE=$WORK/E expect_fail clone "$URL" "$WORK/E"
-  grep -q "damaged" "$WORK/stderr" || fail "clone of a damaged remote: $(cat "$WORK/stderr")"
-  [ ! -e "$WORK/E" ] || fail "a failed clone left its Store"
-  # The Store that pushed it still has everything: push sends nothing, and a new remote gets it whole.
-  a remote add second "$(new_remote_url second)"
-  a push second main >/dev/null
-fi
+put_key() {  # put_key KEY FILE
+  case $REMOTE_KIND in
+    file) cp "$2" "${URL#file://}/$(sed 's#/#+/#g' <<<"$1")" ;;
+    rados) rados -c "$CEPH_CONF" -p "$LAYERFS_TEST_RADOS_POOL" -N "${URL#rados://*/}" put "$1" "$2" ;;
+    s3) s3_curl -T "$2" "$(s3_bucket)/$1" >/dev/null ;;
+  esac
+}
+first_pack_key() {
+  case $REMOTE_KIND in
+    file) find "${URL#file://}/pack+" -type f -size +1M | head -n 1 | sed 's#.*/pack+/#pack/#' ;;
+    rados) rados -c "$CEPH_CONF" -p "$LAYERFS_TEST_RADOS_POOL" -N "${URL#rados://*/}" ls | grep '^pack/' | head -n 1 ;;
+    s3) s3_curl "$(s3_bucket)?list-type=2&prefix=pack%2F" | grep -o '<Key>[^<]*</Key>' | head -n 1 | sed 's/<[^>]*>//g' ;;
+  esac
+}
+tip() { LAYERFS_STORE=$1 lfs log -n 1 "$2" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
+
+# The remote's main moves underneath A (C pushes first): A's push is refused with one line and
+# changes nothing; then A forces its own history over C's, and C, fetching, sees the move as a
+# forced update, keeps its own main, is refused in turn, pulls (a merge) and pushes: nothing lost.
+c_mnt=$WORK/mC
+LAYERFS_STORE=$C mnt main "$c_mnt" >/dev/null
+printf 'from C\n' >"$c_mnt/c.txt"
+c_commit=$(c commit "$c_mnt" -m "C moves main")
+c push origin main >/dev/null
+printf 'from A\n' >"$WORK/mA/a.txt"
+a_commit=$(a commit "$WORK/mA" -m "A, unaware")
+LAYERFS_STORE=$A expect_fail push origin main
+one_line_error "$WORK/stderr" "push onto a moved ref"
+grep -q "rejected main -> origin/main: fetch first" "$WORK/stderr" || fail "moved ref: $(cat "$WORK/stderr")"
+[ "$(tip "$A" main)" = "$a_commit" ] || fail "a refused push moved A's main"
+[ "$(c fetch origin --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["refs"][0]["status"])')" = unchanged ] ||
+  fail "a refused push moved the remote"
+a push origin main --force >/dev/null
+c fetch origin --json >"$WORK/fetch-forced.json"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['refs'][0]; assert r['status']=='forced' and r['new']==sys.argv[2], r" \
+  "$WORK/fetch-forced.json" "$a_commit" || fail "C's fetch of a forced ref: $(cat "$WORK/fetch-forced.json")"
+[ "$(tip "$C" main)" = "$c_commit" ] || fail "C's main moved with the remote's"
+LAYERFS_STORE=$C expect_fail push origin main
+one_line_error "$WORK/stderr" "C's push after the forced move"
+c pull origin main >/dev/null
+c push origin main >/dev/null
+[ "$(cat "$c_mnt/a.txt")" = "from A" ] && [ "$(cat "$c_mnt/c.txt")" = "from C" ] || fail "C's mount lacks a side"
+a pull origin main >/dev/null
+[ "$(cat "$WORK/mA/c.txt")" = "from C" ] || fail "A's mount lacks C's file after the pull"
+c umount "$c_mnt"
+
+# A damaged ref: a fetch fails with one line and changes nothing; repaired, it works again.
+a fork topic main >/dev/null
+a push origin topic >/dev/null
+get_key refs/heads/topic "$WORK/ref.good"
+printf 'not a commit id\n' >"$WORK/ref.bad"
+put_key refs/heads/topic "$WORK/ref.bad"
+before=$(c remote -v)
+LAYERFS_STORE=$C expect_fail fetch origin
+one_line_error "$WORK/stderr" "fetch of a damaged ref"
+grep -q "damaged ref" "$WORK/stderr" || fail "damaged ref: $(cat "$WORK/stderr")"
+[ "$(c remote -v)" = "$before" ] || fail "a failed fetch moved remote-tracking refs"
+put_key refs/heads/topic "$WORK/ref.good"
+c fetch origin >/dev/null
+[ "$(tip "$C" origin/topic)" = "$(tip "$A" topic)" ] || fail "fetch after the ref was repaired"
+
+# A damaged pack on the remote: a lazy read of it is EIO, a clone of it fails whole.
+damage_pack() {
+  local key
+  key=$(first_pack_key)
+  [ -n "$key" ] || fail "no pack on the remote to damage"
+  get_key "$key" "$WORK/pack"
+  python3 -c "
+import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0x5a; open(p,'wb').write(b)" "$WORK/pack"
+  put_key "$key" "$WORK/pack"
+}
+damage_pack
+D=$WORK/D
+LAYERFS_STORE=$D lfs clone --lazy "$URL" "$D" >/dev/null
+LAYERFS_STORE=$D mnt main "$WORK/mD" >/dev/null
+bad=0
+for f in "$WORK"/mA/data/*.bin; do
+  n=$(basename "$f")
+  if cat "$WORK/mD/data/$n" >"$WORK/read" 2>"$WORK/cat.err"; then
+    cmp -s "$f" "$WORK/read" || fail "wrong bytes from a damaged remote: $n"
+  else
+    grep -q "Input/output error" "$WORK/cat.err" || fail "damaged read: $(cat "$WORK/cat.err")"
+    bad=$((bad + 1))
+  fi
+done
+[ $bad -gt 0 ] || fail "no read noticed the damaged pack"
+LAYERFS_STORE=$D lfs umount "$WORK/mD"
+stop_daemon_of "$D"
+LAYERFS_STORE=$WORK/E expect_fail clone "$URL" "$WORK/E"
+grep -q "damaged" "$WORK/stderr" || fail "clone of a damaged remote: $(cat "$WORK/stderr")"
+[ ! -e "$WORK/E" ] || fail "a failed clone left its Store"
+# The Store that pushed it still has everything: push sends nothing, and a new remote gets it whole.
+a remote add second "$(new_remote_url second)"
+a push second main >/dev/null
 echo "remote faults ok ($REMOTE_KIND)"

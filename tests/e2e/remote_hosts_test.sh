@@ -87,6 +87,18 @@ LAYERFS_STORE=$C mnt origin/feature "$WORK/mC-feature" --read-only >/dev/null
 same_tree "$WORK/mB" "$WORK/mC-feature"
 c umount "$WORK/mC-feature"
 
+# --- gc keeps what only a remote-tracking ref reaches (C has no branch of B's work), and in a
+# lazy Store under a live mount (B) skips what was never fetched; reads fetch as before.
+c gc >/dev/null
+[ "$(c cat origin/feature:src/from-b.txt)" = "from B" ] || fail "gc dropped what origin/feature reaches"
+c verify >/dev/null || fail "C does not verify after gc"
+b gc --json >"$WORK/gc-b.json"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['missing'] > 0, j" "$WORK/gc-b.json" ||
+  fail "gc of a lazy Store: $(cat "$WORK/gc-b.json")"
+cmp "$WORK/mA/src/deep/er/big.bin" "$WORK/mB/src/deep/er/big.bin" || fail "B's mount after gc"
+b cat origin/main:src/f7.txt >"$WORK/f7" && cmp "$WORK/f7" "$WORK/mA/src/f7.txt" || fail "lazy read after gc"
+b verify >/dev/null || fail "B does not verify after gc"
+
 # --- All three push main at once, round after round.
 LAYERFS_STORE=$B mnt main "$WORK/mB-main" >/dev/null
 LAYERFS_STORE=$C mnt main "$WORK/mC" >/dev/null
