@@ -365,6 +365,11 @@ export async function runCliJson(argv: string[]): Promise<unknown> {
  * Runs `layerfs init --json` (there is no daemon for a Store that does not exist yet) and
  * resolves with its result, `{store, policy, commit}`.
  */
+/** Runs `layerfs clone URL PATH --json` (it makes a new Store, which no daemon holds yet). */
+export function runClone(url: string, path: string, lazy: boolean): Promise<unknown> {
+  return runCliJson([findLayerfs(), "clone", url, path, ...(lazy ? ["--lazy"] : [])]);
+}
+
 export function runInit(path: string, opts: { policy?: string; fromDir?: string; message?: string }):
     Promise<unknown> {
   const argv = [findLayerfs(), "init", path];

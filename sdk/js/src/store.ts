@@ -9,7 +9,7 @@ import { accessSync, constants as fsConstants, existsSync, lstatSync, mkdirSync,
 import { constants as osConstants, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
-import { Conn, runInit, startDaemon, storeRoot } from "./connection.js";
+import { Conn, runClone, runInit, startDaemon, storeRoot } from "./connection.js";
 import { LayerFSError, makeError } from "./errors.js";
 import type {
   Branch, Change, Commit, CommitResult, DirEntry, ExecResult, ExportResult, GcResult, ImportResult, MergeResult,
@@ -188,6 +188,13 @@ export class Store {
   static async init(path: string, opts: InitOptions = {}): Promise<Store> {
     await runInit(resolve(path), { policy: opts.policy,
       fromDir: opts.fromDir !== undefined ? resolve(opts.fromDir) : undefined, message: opts.message });
+    return Store.open(path, opts);
+  }
+
+  /** Makes a Store at `path` from the remote at `url` (`layerfs clone`; `lazy`: refs and indexes
+   * only, objects fetched on first read), then opens it. */
+  static async clone(url: string, path: string, opts: OpenOptions & { lazy?: boolean } = {}): Promise<Store> {
+    await runClone(url, resolve(path), opts.lazy === true);
     return Store.open(path, opts);
   }
 
@@ -372,13 +379,49 @@ export class Store {
   }
 
   /** Reads back everything reachable from `commits` (default all); damage is in the result. */
-  verify(commits?: string[], opts: CallOptions = {}): Promise<VerifyResult> {
-    return this.call("verify", args({ commits: commits && commits.length ? commits : undefined }), opts);
+  verify(commits?: string[], opts: CallOptions & { fetch?: boolean } = {}): Promise<VerifyResult> {
+    return this.call("verify", args({ commits: commits && commits.length ? commits : undefined, fetch: opts.fetch }),
+      opts);
   }
 
   /** Frees what no branch reaches any more. */
   gc(opts: CallOptions = {}): Promise<GcResult> {
     return this.call("gc", {}, opts);
+  }
+
+  // -- remotes (results are the protocol's objects, docs/protocol.md) -----------------------------
+
+  /** The remotes: `name`, `url`, `lazy`, `branches` (remote-tracking refs). */
+  remoteList(): Promise<Record<string, unknown>[]> {
+    return this.call("remote_list", {});
+  }
+
+  /** Adds remote `name` at `url` (`layerfs remote add`). */
+  remoteAdd(name: string, url: string, opts: { lazy?: boolean } = {}): Promise<Record<string, unknown>> {
+    return this.call("remote_add", args({ name, url, lazy: opts.lazy }));
+  }
+
+  /** Removes remote `name` and its remote-tracking refs. */
+  remoteRemove(name: string): Promise<Record<string, unknown>> {
+    return this.call("remote_remove", { name });
+  }
+
+  /** Pushes `branches` (default main) to `remote`; a refused branch rejects with NotFastForward
+   * (or Stale when another pusher won the race). */
+  push(remote: string, branches?: string[], opts: CallOptions & { force?: boolean } = {}):
+      Promise<Record<string, unknown>> {
+    return this.call("push", args({ remote, branches: branches && branches.length ? branches : undefined,
+      force: opts.force }), opts);
+  }
+
+  /** Fetches `remote`'s branches into its remote-tracking refs. */
+  fetch(remote: string, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.call("fetch", { remote }, opts);
+  }
+
+  /** Fetches `remote` and brings REMOTE/BRANCH into `branch` with the merge machinery. */
+  pull(remote: string, branch?: string, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.call("pull", args({ remote, branch }), opts);
   }
 
   // -- files of a live Workspace (for agents without a shell) ------------------------------------

@@ -226,7 +226,8 @@ const METHODS = {
   export: "export", import: "importDir", mount: "mount", umount: "umount", mounts: "mounts", commit: "commit",
   status: "status", reset: "reset", stats: "stats", verify: "verify", gc: "gc", read_file: "readFile",
   write_file: "writeFile", list_dir: "listDir", remove_path: "removePath", merge: "merge", cherry_pick: "cherryPick",
-  revert: "revert",
+  revert: "revert", remote_list: "remoteList", remote_add: "remoteAdd", remote_remove: "remoteRemove", push: "push",
+  fetch: "fetch", pull: "pull", clone: "clone",
 };
 
 // The daemon's verbs with their argument types, from the verb table itself: `layerfs mcp`
@@ -256,7 +257,7 @@ test("every verb of the daemon is covered, documented, and the fake speaks its a
     // Each method is a function with a doc comment in the shipped declarations.
     const dts = readFileSync(fileURLToPath(new URL("../dist/store.d.ts", import.meta.url)), "utf8");
     for (const m of [...Object.values(METHODS), "exec", "mergeContinue", "mergeAbort", "request", "close"]) {
-      assert.equal(typeof Store.prototype[m], "function", m);
+      assert.equal(typeof (Store.prototype[m] ?? Store[m]), "function", m);
       assert.match(dts, new RegExp(`\\*/\\s*(static\\s+)?${m}\\(`), `Store.${m} has no doc comment in store.d.ts`);
     }
     const types = { string: "string", integer: "number", boolean: "boolean", array: "array" };
@@ -446,4 +447,50 @@ test("progress events of long work reach the callback", () => withRoot(async (ro
   s.close();
   assert.ok(seen.length > 0, "no progress event for an import of 3000 files and a verify");
   assert.ok(seen.every((p) => typeof p.phase === "string" && p.phase.length > 0));
+}));
+
+test("remotes over file:// URLs: push, clone, fetch, pull, a refused push", () => withRoot(async (root, storePath) => {
+  const url = `file://${join(root, "remote")}`;
+  const other = join(root, "other");
+  const a = await Store.init(storePath);
+  let b;
+  try {
+    await a.writeFile("main", "f.txt", "one\n");
+    const c1 = await a.commit("main", "one");
+    assert.deepEqual(await a.remoteAdd("origin", url), { name: "origin", url, lazy: false, branches: {} });
+    await assert.rejects(a.remoteAdd("origin", url), layerfs.Exists);
+    await assert.rejects(a.remoteAdd("x", "ftp://h/p"), layerfs.InvalidArgument);
+    await assert.rejects(a.push("nosuch"), layerfs.NotFound);
+    const p = await a.push("origin", ["main"]);
+    assert.deepEqual(p.refs.map((r) => [r.branch, r.status, r.new]), [["main", "created", c1]]);
+    assert.deepEqual(await a.remoteList(), [{ name: "origin", url, lazy: false, branches: { main: c1 } }]);
+    b = await Store.clone(url, other);
+    assert.equal((await b.cat("main", "f.txt")).toString(), "one\n");
+    await b.writeFile("main", "f.txt", "two\n");
+    const c2 = await b.commit("main", "two");
+    assert.equal((await b.push("origin")).refs[0].status, "fast-forward");
+    await a.writeFile("main", "g.txt", "a only\n");
+    await a.commit("main", "a's own");
+    await assert.rejects(a.push("origin", ["main"]), layerfs.NotFastForward);
+    const f = await a.fetch("origin");
+    assert.deepEqual(f.refs.map((r) => [r.branch, r.new]), [["main", c2]]);
+    const pl = await a.pull("origin", "main");
+    assert.equal(pl.status, "merged");
+    const [head] = await a.log("main", { maxCount: 1 });
+    assert.equal(head.id, pl.new);
+    assert.ok(head.parents.includes(c2));
+    assert.equal((await a.cat("main", "f.txt")).toString(), "two\n");
+    assert.equal((await a.push("origin", ["main"])).refs[0].status, "fast-forward");
+    assert.equal((await a.remoteRemove("origin")).name, "origin");
+    assert.deepEqual(await a.remoteList(), []);
+    await assert.rejects(Store.clone(url, storePath), layerfs.Exists);
+  } finally {
+    a.close();
+    if (b) b.close();
+    const pid = daemonPid(other);
+    if (pid) {
+      process.kill(pid, "SIGTERM");
+      for (let i = 0; i < 500 && daemonPid(other) === pid; i++) await sleep(20);
+    }
+  }
 }));

@@ -26,7 +26,10 @@ export const ARGS = {
   mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },
   umount: { mountpoint: S },
   commit: { target: S, message: S }, status: { target: S }, reset: { target: S, hard: S },
-  verify: { commits: L },
+  verify: { commits: L, fetch: B },
+  remote_list: {}, remote_add: { name: S, url: S, lazy: B }, remote_remove: { name: S },
+  push: { remote: S, branches: L, force: B }, fetch: { remote: S }, pull: { remote: S, branch: S },
+  clone: { url: S, store: S, lazy: B },
   read_file: { target: S, path: S, offset: N, length: N },
   write_file: { target: S, path: S, content_base64: S, content: S, mode: S, append: B },
   list_dir: { target: S, path: S }, remove_path: { target: S, path: S, recursive: B },
@@ -39,7 +42,8 @@ export const REQUIRED = {
   fork: ["name"], branch_delete: ["name"], show: ["commit"], diff: ["a"], cat: ["commit", "path"],
   export: ["commit", "dir"], import: ["dir"], mount: ["ref", "mountpoint"], umount: ["mountpoint"],
   commit: ["message"], read_file: ["target", "path"], write_file: ["target", "path"], list_dir: ["target"],
-  remove_path: ["target", "path"],
+  remove_path: ["target", "path"], remote_add: ["name", "url"], remote_remove: ["name"], push: ["remote"],
+  fetch: ["remote"], pull: ["remote"], clone: ["store", "url"],
 };
 const ERRNO = { ENOENT: 2, EEXIST: 17, EBUSY: 16, EINVAL: 22, EIO: 5 };
 

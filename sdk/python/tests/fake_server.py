@@ -28,6 +28,13 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "fork": {"name": (str,), "from": (str,)},
     "branch_delete": {"name": (str,)},
     "log": {"ref": (str,), "max_count": (int,), "graph": (bool,)},
+    "remote_list": {},
+    "remote_add": {"name": (str,), "url": (str,), "lazy": (bool,)},
+    "remote_remove": {"name": (str,)},
+    "push": {"remote": (str,), "branches": (list,), "force": (bool,)},
+    "fetch": {"remote": (str,)},
+    "pull": {"remote": (str,), "branch": (str,)},
+    "clone": {"url": (str,), "store": (str,), "lazy": (bool,)},
     "show": {"commit": (str,)},
     "diff": {"a": (str,), "b": (str,)},
     "cat": {"commit": (str,), "path": (str,), "offset": (int,), "length": (int,)},
@@ -41,7 +48,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "status": {"target": (str,)},
     "reset": {"target": (str,), "hard": (str,)},
     "stats": {},
-    "verify": {"commits": (list,)},
+    "verify": {"commits": (list,), "fetch": (bool,)},
     "gc": {},
     "read_file": {"target": (str,), "path": (str,), "offset": (int,), "length": (int,)},
     "write_file": {"target": (str,), "path": (str,), "content_base64": (str,), "content": (str,), "mode": (str,),
@@ -57,7 +64,9 @@ REQUIRED = {"fork": ["name"], "branch_delete": ["name"], "show": ["commit"], "di
             "cat": ["commit", "path"], "export": ["commit", "dir"], "import": ["dir"],
             "mount": ["ref", "mountpoint"], "umount": ["mountpoint"], "commit": ["message"],
             "read_file": ["target", "path"], "write_file": ["target", "path"],
-            "list_dir": ["target"], "remove_path": ["target", "path"]}
+            "list_dir": ["target"], "remove_path": ["target", "path"],
+            "remote_add": ["name", "url"], "remote_remove": ["name"], "push": ["remote"], "fetch": ["remote"],
+            "pull": ["remote"], "clone": ["store", "url"]}
 ERRNO = {"ENOENT": 2, "EEXIST": 17, "EBUSY": 16, "EINVAL": 22, "EISDIR": 21, "ENOTDIR": 20,
          "NOT_FAST_FORWARD": 0, "PROTOCOL": 0, "EIO": 5, "CONFLICT": 0}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import layerfs
-from conftest import layerfs_bin, protocol_verbs
+from conftest import kill_daemon, layerfs_bin, protocol_verbs
 
 ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -229,7 +229,8 @@ METHODS = {"branches": "branches", "fork": "fork", "branch_delete": "branch_dele
            "umount": "umount", "mounts": "mounts", "commit": "commit", "status": "status", "reset": "reset",
            "stats": "stats", "verify": "verify", "gc": "gc", "read_file": "read_file", "write_file": "write_file",
            "list_dir": "list_dir", "remove_path": "remove_path", "merge": "merge", "cherry_pick": "cherry_pick",
-           "revert": "revert"}
+           "revert": "revert", "remote_list": "remote_list", "remote_add": "remote_add",
+           "remote_remove": "remote_remove", "push": "push", "fetch": "fetch", "pull": "pull", "clone": "clone"}
 
 
 def test_every_verb_of_the_daemon_is_covered_and_the_fake_speaks_its_arguments(real_store: Path) -> None:
@@ -508,3 +509,53 @@ def test_progress_reaches_the_callback(real_store: Path, tmp_path: Path) -> None
         assert v.ok
     assert seen, "no progress event for an import of 3000 files and a verify"
     assert all(isinstance(p, layerfs.Progress) and p.phase for p in seen)
+
+
+def test_remotes_over_file_urls(real_store: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    try:
+        remotes_over_file_urls(real_store, tmp_path / "remote", other)
+    finally:
+        kill_daemon(other)
+
+
+def remotes_over_file_urls(real_store: Path, remote: Path, other: Path) -> None:
+    url = f"file://{remote}"
+    with layerfs.Store.init(real_store) as a:
+        a.write_file("main", "f.txt", "one\n")
+        c1 = a.commit("main", "one")
+        assert a.remote_add("origin", url) == {"name": "origin", "url": url, "lazy": False, "branches": {}}
+        with pytest.raises(layerfs.Exists):
+            a.remote_add("origin", url)
+        with pytest.raises(layerfs.InvalidArgument):
+            a.remote_add("x", "ftp://h/p")
+        with pytest.raises(layerfs.NotFound):
+            a.push("nosuch")
+        events: list[layerfs.Progress] = []
+        p = a.push("origin", ["main"], progress=events.append)
+        assert [(r["branch"], r["status"], r["new"]) for r in p["refs"]] == [("main", "created", c1)]
+        assert a.remote_list() == [{"name": "origin", "url": url, "lazy": False, "branches": {"main": c1}}]
+        # Another Store cloned from it, with a Commit of its own pushed back.
+        with layerfs.Store.clone(url, other) as b:
+            assert [(x.name, x.commit) for x in b.branches() if x.name == "main"] == [("main", c1)]
+            assert b.cat("main", "f.txt") == b"one\n"
+            b.write_file("main", "f.txt", "two\n")
+            c2 = b.commit("main", "two")
+            assert b.push("origin")["refs"][0]["status"] == "fast-forward"
+        # A diverges: its push is refused; fetch sees B's Commit, pull merges it.
+        a.write_file("main", "g.txt", "a only\n")
+        a.commit("main", "a's own")
+        with pytest.raises(layerfs.NotFastForward):
+            a.push("origin", ["main"])
+        f = a.fetch("origin")
+        assert [(r["branch"], r["new"]) for r in f["refs"]] == [("main", c2)]
+        assert a.remote_list()[0]["branches"] == {"main": c2}
+        pl = a.pull("origin", "main")
+        assert pl["status"] == "merged" and not pl["conflicts"]
+        head = a.log("main", 1)[0]
+        assert head.id == pl["new"] and c2 in head.parents
+        assert a.cat("main", "f.txt") == b"two\n" and a.cat("main", "g.txt") == b"a only\n"
+        assert a.push("origin", ["main"])["refs"][0]["status"] == "fast-forward"
+        assert a.remote_remove("origin")["name"] == "origin" and a.remote_list() == []
+        with pytest.raises(layerfs.Exists):
+            layerfs.Store.clone(url, real_store)

@@ -394,12 +394,42 @@ def stats() -> Call[Stats]:
     return Call("stats", {}, lambda r: cast(Stats, _dict(r)))
 
 
-def verify(commits: list[str] | None) -> Call[VerifyResult]:
-    return Call("verify", _args(commits=list(commits) if commits else None), VerifyResult.from_json)
+def verify(commits: list[str] | None, fetch: bool = False) -> Call[VerifyResult]:
+    return Call("verify", _args(commits=list(commits) if commits else None, fetch=fetch), VerifyResult.from_json)
 
 
 def gc() -> Call[GcResult]:
     return Call("gc", {}, GcResult.from_json)
+
+
+# Remotes (docs/protocol.md): results are the protocol's objects, as dicts.
+def remote_list() -> Call[list[dict[str, Any]]]:
+    return Call("remote_list", {}, lambda r: [dict(x) for x in r])
+
+
+def remote_add(name: str, url: str, lazy: bool) -> Call[dict[str, Any]]:
+    return Call("remote_add", _args(name=name, url=url, lazy=lazy), _dict)
+
+
+def remote_remove(name: str) -> Call[dict[str, Any]]:
+    return Call("remote_remove", {"name": name}, _dict)
+
+
+def push(remote: str, branches: list[str] | None, force: bool) -> Call[dict[str, Any]]:
+    return Call("push", _args(remote=remote, branches=list(branches) if branches else None, force=force), _dict)
+
+
+def fetch(remote: str) -> Call[dict[str, Any]]:
+    return Call("fetch", {"remote": remote}, _dict)
+
+
+def pull(remote: str, branch: str | None) -> Call[dict[str, Any]]:
+    return Call("pull", _args(remote=remote, branch=branch), _dict)
+
+
+def run_clone(url: str, path: str, lazy: bool) -> Any:
+    """Runs ``layerfs clone --json`` (it makes a new Store, which no daemon holds yet)."""
+    return run_cli_json([find_layerfs(), "clone", url, path, *(["--lazy"] if lazy else [])])
 
 
 def read_file(target: str | os.PathLike[str], path: str, offset: int, length: int | None) -> Call[tuple[bytes, int]]:

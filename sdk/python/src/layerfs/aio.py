@@ -88,6 +88,12 @@ class AsyncStore:
                                 os.path.abspath(os.fspath(from_dir)) if from_dir is not None else None, message)
         return await cls.open(path, **open_kw)
 
+    @classmethod
+    async def clone(cls, url: str, path: PathArg, *, lazy: bool = False, **open_kw: Any) -> AsyncStore:
+        """Makes a Store at ``path`` from the remote at ``url`` (see ``Store.clone``)."""
+        await asyncio.to_thread(_core.run_clone, url, os.path.abspath(os.fspath(path)), lazy)
+        return await cls.open(path, **open_kw)
+
     async def close(self) -> None:
         """Closes the connections."""
         self._closed = True
@@ -273,13 +279,39 @@ class AsyncStore:
         return await self._run(_core.stats())
 
     async def verify(self, commits: Sequence[str] | None = None,
-                     progress: ProgressCallback | None = None) -> VerifyResult:
+                     progress: ProgressCallback | None = None, fetch: bool = False) -> VerifyResult:
         """Checks every hash reachable from ``commits`` (see ``Store.verify``)."""
-        return await self._run(_core.verify(list(commits) if commits else None), progress)
+        return await self._run(_core.verify(list(commits) if commits else None, fetch), progress)
 
     async def gc(self, progress: ProgressCallback | None = None) -> GcResult:
         """Frees what no branch reaches (see ``Store.gc``)."""
         return await self._run(_core.gc(), progress)
+
+    async def remote_list(self) -> list[dict[str, Any]]:
+        """The remotes (see ``Store.remote_list``)."""
+        return await self._run(_core.remote_list())
+
+    async def remote_add(self, name: str, url: str, lazy: bool = False) -> dict[str, Any]:
+        """Adds a remote (see ``Store.remote_add``)."""
+        return await self._run(_core.remote_add(name, url, lazy))
+
+    async def remote_remove(self, name: str) -> dict[str, Any]:
+        """Removes a remote (see ``Store.remote_remove``)."""
+        return await self._run(_core.remote_remove(name))
+
+    async def push(self, remote: str, branches: Sequence[str] | None = None, force: bool = False,
+                   progress: ProgressCallback | None = None) -> dict[str, Any]:
+        """Pushes branches (see ``Store.push``)."""
+        return await self._run(_core.push(remote, list(branches) if branches else None, force), progress)
+
+    async def fetch(self, remote: str, progress: ProgressCallback | None = None) -> dict[str, Any]:
+        """Fetches a remote (see ``Store.fetch``)."""
+        return await self._run(_core.fetch(remote), progress)
+
+    async def pull(self, remote: str, branch: str | None = None,
+                   progress: ProgressCallback | None = None) -> dict[str, Any]:
+        """Fetches and merges (see ``Store.pull``)."""
+        return await self._run(_core.pull(remote, branch), progress)
 
     async def read_file(self, target: PathArg, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """Reads a file of a live Workspace (see ``Store.read_file``)."""

@@ -320,14 +320,51 @@ class Store:
         ``layerfs stats --json`` prints them."""
         return self._run(_core.stats())
 
-    def verify(self, commits: Sequence[str] | None = None, progress: ProgressCallback | None = None) -> VerifyResult:
+    def verify(self, commits: Sequence[str] | None = None, progress: ProgressCallback | None = None,
+               fetch: bool = False) -> VerifyResult:
         """Reads back every object reachable from ``commits`` (default: all) and checks every
-        hash. Damage is reported in the result (``ok`` False, ``problems``), not raised."""
-        return self._run(_core.verify(list(commits) if commits else None), progress)
+        hash. Damage is reported in the result (``ok`` False, ``problems``), not raised. ``fetch``:
+        in a lazy clone, fetch and check what was never read."""
+        return self._run(_core.verify(list(commits) if commits else None, fetch), progress)
 
     def gc(self, progress: ProgressCallback | None = None) -> GcResult:
         """Frees what no branch reaches any more."""
         return self._run(_core.gc(), progress)
+
+    # -- remotes ---------------------------------------------------------------------------------
+
+    @classmethod
+    def clone(cls, url: str, path: PathArg, *, lazy: bool = False, **open_kw: Any) -> Store:
+        """Makes a Store at ``path`` from the remote at ``url`` (``layerfs clone``; ``lazy``: refs
+        and indexes only, objects fetched on first read), then opens it."""
+        _core.run_clone(url, os.path.abspath(os.fspath(path)), lazy)
+        return cls.open(path, **open_kw)
+
+    def remote_list(self) -> list[dict[str, Any]]:
+        """The remotes: ``name``, ``url``, ``lazy``, ``branches`` (remote-tracking refs)."""
+        return self._run(_core.remote_list())
+
+    def remote_add(self, name: str, url: str, lazy: bool = False) -> dict[str, Any]:
+        """Adds remote ``name`` at ``url`` (``layerfs remote add``)."""
+        return self._run(_core.remote_add(name, url, lazy))
+
+    def remote_remove(self, name: str) -> dict[str, Any]:
+        """Removes remote ``name`` and its remote-tracking refs."""
+        return self._run(_core.remote_remove(name))
+
+    def push(self, remote: str, branches: Sequence[str] | None = None, force: bool = False,
+             progress: ProgressCallback | None = None) -> dict[str, Any]:
+        """Pushes ``branches`` (default: main) to ``remote``; a refused branch raises
+        NotFastForward (or Stale when another pusher won the race)."""
+        return self._run(_core.push(remote, list(branches) if branches else None, force), progress)
+
+    def fetch(self, remote: str, progress: ProgressCallback | None = None) -> dict[str, Any]:
+        """Fetches ``remote``'s branches into its remote-tracking refs."""
+        return self._run(_core.fetch(remote), progress)
+
+    def pull(self, remote: str, branch: str | None = None, progress: ProgressCallback | None = None) -> dict[str, Any]:
+        """Fetches ``remote`` and brings REMOTE/BRANCH into ``branch`` with the merge machinery."""
+        return self._run(_core.pull(remote, branch), progress)
 
     # -- files of a live Workspace (for agents without a shell) ----------------------------------
 
