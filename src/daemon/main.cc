@@ -182,7 +182,7 @@ int Main(int argc, char** argv) {
   d.store = std::move(*st);
   // A lazy Store reads what it lacks from its lazy remotes, from any thread (FUSE ones too).
   if (auto src = remote::AttachLazySource(*d.store); !src.ok()) {
-    report(src.status().message());
+    report(src.status());
     return 1;
   }
   // Commits return once their content is durable; encoding it into history runs on the

@@ -190,13 +190,25 @@ TEST_F(LazyTest, NamesOfAHostileTreeNeverLeaveTheFolder) {
 
 TEST_F(LazyTest, LyingSizesDepthsAndChainsAreDamageNotCrashes) {
   auto* fault = NewRemote();
-  // A blob claiming a decoded size of 1 TiB.
-  std::string huge;
-  base::PutU8(&huge, static_cast<uint8_t>(Kind::kBlob));
-  base::PutU8(&huge, 1);  // zstd
-  base::PutVarint(&huge, 0);
-  base::PutVarint(&huge, 1ull << 40);
-  huge.append(*codec::Compress("tiny", 3));
+  // A blob claiming 1 TiB is refused by its header alone (no pack can even be built of it); one
+  // claiming the most a blob may hold but holding "tiny" travels, and is damage when read.
+  auto claiming = [](uint64_t size) {
+    std::string r;
+    base::PutU8(&r, static_cast<uint8_t>(Kind::kBlob));
+    base::PutU8(&r, 1);  // zstd
+    base::PutVarint(&r, 0);
+    base::PutVarint(&r, size);
+    r.append(*codec::Compress("tiny", 3));
+    return r;
+  };
+  {
+    std::string tib = claiming(1ull << 40);
+    remote::IndexEntry e;
+    e.kind = Kind::kBlob;
+    e.record_length = e.frame_length = tib.size();
+    EXPECT_EQ(remote::RecordFromFrame(e, tib).status().code(), EIO);
+  }
+  std::string huge = claiming(objects::MaxDecodedSize(Kind::kBlob));
   ObjectId huge_id = Id("tiny");
   // Two deltas based on each other.
   ObjectId x = Id("x content"), y = Id("y content");
@@ -213,7 +225,7 @@ TEST_F(LazyTest, LyingSizesDepthsAndChainsAreDamageNotCrashes) {
   // A tree of both, so a commit reaches them.
   std::vector<TreeEntry> entries(3);
   entries[0].name = "huge";
-  entries[0].size = 1ull << 40;
+  entries[0].size = objects::MaxDecodedSize(Kind::kBlob);
   entries[0].id = huge_id;
   entries[1].name = "x";
   entries[1].size = 9;
