@@ -620,6 +620,8 @@ Status ObjectStore::Finalize(Kind kind, const ObjectId& id) {
 }
 
 Status ObjectStore::FinalizeLocked(Kind kind, const ObjectId& id) {
+  // A hint a lazy Store has not fetched is no base: encode whole rather than wait on a remote.
+  LocalOnly local;
   // A pending record's hint may be pending too (a file committed several times while the
   // encoder was behind): encode the oldest first, without recursion.
   std::vector<std::pair<Kind, ObjectId>> stack{{kind, id}};

@@ -151,6 +151,9 @@ Result<std::string> RecordFromFrame(const IndexEntry& e, std::string_view frame)
   std::string record(frame.substr(e.record_offset, e.record_length));
   auto info = objects::ParseRecord(record);
   if (!info.ok()) return info.status();
+  // Packs hold encoded records only: a pending one (docs/format.md) names a hint this Store may
+  // lack and would never be encoded here.
+  if (info->encoding == Encoding::kPending) return Status::Corrupt("remote record is a pending (unencoded) record");
   if (objects::CfOf(info->kind) != e.cf() || info->depth != e.depth ||
       (e.depth > 0 && info->base != e.base))
     return Status::Corrupt("remote record does not match its index entry");
@@ -160,6 +163,9 @@ Result<std::string> RecordFromFrame(const IndexEntry& e, std::string_view frame)
 Status PackBuilder::Add(Kind kind, const ObjectId& id, std::string_view record) {
   LFS_ASSIGN(auto info, objects::ParseRecord(record));
   if (objects::CfOf(info.kind) != objects::CfOf(kind)) return Status::Corrupt("record kind does not match");
+  if (info.encoding == Encoding::kPending)
+    return Status::Invalid(fmt::format("{} {}: a pending record cannot go in a pack (encode it first)",
+                                       objects::KindName(kind), id.Hex()));
   IndexEntry e;
   e.kind = info.kind;
   e.id = id;

@@ -70,13 +70,24 @@ class Sender {
         stack.pop_back();
         continue;
       }
-      if (top.depth > history::kMaxTreeDepth)
-        return Status::Corrupt(fmt::format("tree {}: nested deeper than {} levels", top.id.Hex(), history::kMaxTreeDepth));
+      if (static_cast<size_t>(top.depth) > objects::kMaxTreeDepth)
+        return Status::Corrupt(fmt::format("tree {}: nested deeper than {} levels", top.id.Hex(), objects::kMaxTreeDepth));
       top.expanded = true;
       LFS_ASSIGN(auto rec, os_.Record(top.kind, top.id));
       if (!rec) return Status::Corrupt(fmt::format("{} {} is missing from this Store", objects::KindName(top.kind), top.id.Hex()));
+      LFS_ASSIGN(auto info, objects::ParseRecord(*rec));
+      if (info.encoding == objects::Encoding::kPending) {
+        // Committed in the background and not encoded yet: its hint may be unknown to the remote
+        // and no queue there would encode it. Encode it now, as the encoder would have (the
+        // same record), and send that; a final record never changes again.
+        LFS_TRY(os_.Finalize(top.kind, top.id));
+        LFS_ASSIGN(rec, os_.Record(top.kind, top.id));
+        if (!rec) return Status::Corrupt(fmt::format("{} {} is missing from this Store", objects::KindName(top.kind), top.id.Hex()));
+        LFS_ASSIGN(info, objects::ParseRecord(*rec));
+        if (info.encoding == objects::Encoding::kPending)
+          return Status::Corrupt(fmt::format("{} {}: still pending after encoding", objects::KindName(top.kind), top.id.Hex()));
+      }
       top.record = std::move(*rec);
-      LFS_ASSIGN(auto info, objects::ParseRecord(top.record));
       std::vector<Item> children;
       if (info.encoding == objects::Encoding::kDelta) children.push_back({info.kind, info.base});
       Kind kind = top.kind;

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "history/keys.h"
+#include "remote/pack.h"
 #include "sync_fixture.h"
 #include "workspace/registry.h"
 #include "workspace/workspace.h"
@@ -446,6 +447,95 @@ TEST_F(SyncTest, PullMovesAWorkspaceAndCarriesChangesTheUpdateDoesNotTouch) {
     ASSERT_TRUE(v.ok());
     EXPECT_TRUE(v->ok()) << v->problems[0];
   }
+}
+
+// Commits in the background leave pending records (raw, with a hint this side may not share);
+// a push right after such a commit (no encoder has run) encodes what it sends first: the remote
+// holds only final records, and a full clone and a lazy Store read every file byte for byte.
+TEST_F(SyncTest, PushOfPendingRecordsSendsThemEncoded) {
+  NewRemote();
+  Host a = NewHostWithRemote();
+  a.store->objects().SetDeferring(true);  // deferred commits, no encoder: all stays pending
+  workspace::WorkspaceRegistry reg(*a.store);
+  std::map<std::string, std::string> files;
+  std::vector<ObjectId> commits;
+  {
+    auto ws = reg.Get("main");
+    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+    for (int round = 0; round < 3; round++) {
+      // Versions of the same paths: every later record's hint is the earlier, still pending one.
+      for (int i = 0; i < 6; i++) {
+        std::string name = "f" + std::to_string(i);
+        files[name] = TextBytes(20000 + 1000 * i, 100 * round + i) + TextBytes(50000, 7);
+        WsWrite(**ws, name, files[name]);
+      }
+      files["big"] = TextBytes(3 << 20, 9 + round);  // chunked: pending chunks and chunk list
+      WsWrite(**ws, "big", files["big"]);
+      auto c = (*ws)->Commit("round " + std::to_string(round));
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      commits.push_back(*c);
+    }
+  }
+  ASSERT_GT(a.store->PendingEncodings(), 0u);
+  auto pending_in = [](kv::Kv& kv) {
+    size_t n = 0;
+    for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees}) {
+      EXPECT_TRUE(kv.Scan(cf, "", "", [&](auto, auto v) {
+                      auto info = objects::ParseRecord(v);
+                      EXPECT_TRUE(info.ok());
+                      if (info.ok() && info->encoding == objects::Encoding::kPending) n++;
+                      return true;
+                    }).ok());
+    }
+    return n;
+  };
+  ASSERT_GT(pending_in(*a.kv), 10u);
+  auto pushed = Push(a);
+  ASSERT_TRUE(pushed.ok()) << pushed.status().ToString();
+  EXPECT_EQ(pending_in(*a.kv), 0u);  // what the push reached is encoded now, as the encoder would
+  // A full copy: every record final, every file as written.
+  Host b = NewHostWithRemote();
+  ASSERT_TRUE(Fetch(b).ok());
+  EXPECT_EQ(pending_in(*b.kv), 0u);
+  EXPECT_EQ(b.store->PendingEncodings(), 0u);
+  ObjectId head = *b.store->Resolve("origin/main");
+  EXPECT_EQ(head, commits.back());
+  for (const auto& [p, c] : files) EXPECT_EQ(Cat(b, head, p), c) << p;
+  auto v = b.store->Verify({});
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok()) << v->problems[0];
+  EXPECT_EQ(v->pending, 0u);
+  // A lazy Store reads them on demand, as encoded records.
+  Host c = NewHostWithRemote("r", /*lazy=*/true);
+  ASSERT_TRUE(remote::Fetch(*c.store, "origin", {}).ok());
+  for (const auto& [p, content] : files) EXPECT_EQ(Cat(c, head, p), content) << p;
+  EXPECT_EQ(pending_in(*c.kv), 0u);
+  // The sender's Store still reads the same bytes, and its queue settles without work left.
+  for (const auto& [p, content] : files) EXPECT_EQ(Cat(a, head, p), content) << p;
+  ASSERT_TRUE(a.store->DrainEncoding().ok());
+  EXPECT_EQ(a.store->PendingEncodings(), 0u);
+}
+
+// A pack that carries a pending record is refused when read, and a pack cannot be built with one.
+TEST_F(SyncTest, PendingRecordsNeverTravelInPacks) {
+  std::string content = "pending content";
+  std::string rec;
+  rec.push_back(static_cast<char>(objects::Kind::kBlob));
+  rec.push_back(static_cast<char>(objects::Encoding::kPending));
+  rec.push_back(0);                                    // depth
+  rec.push_back(static_cast<char>(content.size()));   // decoded size (varint, < 128)
+  rec.append(ObjectId{}.AsKey());                      // no hint
+  rec.append(content);
+  ASSERT_TRUE(objects::ParseRecord(rec).ok());
+  remote::IndexEntry e;
+  e.kind = objects::Kind::kBlob;
+  e.record_length = rec.size();
+  e.frame_length = rec.size();
+  auto read = remote::RecordFromFrame(e, rec);
+  EXPECT_EQ(read.status().code(), EIO) << read.status().ToString();
+  remote::PackBuilder builder;
+  EXPECT_EQ(builder.Add(objects::Kind::kBlob, ObjectId{}, rec).code(), EINVAL);
+  EXPECT_TRUE(builder.empty());
 }
 
 // The push verb (what the CLI, the protocol and MCP run): a branch refused because the remote
