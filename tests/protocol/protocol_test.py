@@ -182,7 +182,7 @@ def every_verb_both_ways(env: Env) -> None:
     s, l = both("branch_delete", {"name": "imp_s"}, ["branch", "-d", "imp_c"])
     same("branch_delete", norm(s, {"imp_s": "X"}), norm(l, {"imp_c": "X"}))
     s, l = both("gc", {}, ["gc"])
-    check(set(s) == set(l) == {"objects_deleted", "bytes_before", "bytes_after"}, f"gc results {s} {l}")
+    check(set(s) == set(l) == {"objects_deleted", "bytes_before", "bytes_after", "missing"}, f"gc results {s} {l}")
     check(s["objects_deleted"] > 0 and l["objects_deleted"] == 0, f"gc freed {s}, then {l}")
 
     # Every verb of the protocol was asked both ways (the file verbs and merge have their own).
