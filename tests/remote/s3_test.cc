@@ -159,7 +159,8 @@ void Cluster(const std::string& verb, const std::string& daemon) {
 
 TEST(RemoteFaultTest, KilledRadosgwGivesAClearErrorAtOnce) {
   ASSERT_TRUE(LoadS3Env().ok());
-  ScopedEnv timeout("LAYERFS_REMOTE_TIMEOUT", "5");
+  // 15 s: long enough for a loaded radosgw to create the bucket, short of the 30 s the checks below allow.
+  ScopedEnv timeout("LAYERFS_REMOTE_TIMEOUT", "15");
   auto t = OpenOrFail(FreshUrl());
   ASSERT_TRUE(t);
   ASSERT_TRUE(t->Put("before", "x").ok());
