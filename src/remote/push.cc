@@ -39,7 +39,7 @@ int PackLevel() {
 class Sender {
  public:
   Sender(Store& store, Remote& remote, ProgressMeter& meter, TransferStats* stats)
-      : store_(store), os_(store.objects()), remote_(remote), meter_(meter), stats_(stats), builder_(PackLevel()) {}
+      : os_(store.objects()), remote_(remote), meter_(meter), stats_(stats), builder_(PackLevel()) {}
 
   Status Send(const std::vector<ObjectId>& heads) {
     struct Item {
@@ -139,7 +139,6 @@ class Sender {
     return Status::Ok();
   }
 
-  Store& store_;
   objects::ObjectStore& os_;
   Remote& remote_;
   ProgressMeter& meter_;
