@@ -351,7 +351,8 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
       if (ci.encoding != Encoding::kDelta) break;
       cur = ci.base;
       auto next = Info(kind, cur, txn);
-      if (!next.ok()) break;
+      // A base one level shallower, or the walk ends (a crafted chain may loop).
+      if (!next.ok() || next->depth + 1 != ci.depth) break;
       ci = *next;
     }
   }
@@ -624,21 +625,34 @@ Status ObjectStore::FinalizeLocked(Kind kind, const ObjectId& id) {
   LocalOnly local;
   // A pending record's hint may be pending too (a file committed several times while the
   // encoder was behind): encode the oldest first, without recursion.
+  // Hints may form a cycle (A hints B, B hints A: content that came back after gc freed it,
+  // or a crafted Store): the record whose pending hint is already on the stack is encoded
+  // without it, which ends the cycle; every other record then has a final hint.
   std::vector<std::pair<Kind, ObjectId>> stack{{kind, id}};
+  std::unordered_set<ObjectId, ObjectIdHash> on_stack{id};
   while (!stack.empty()) {
     if (stack.size() > 100000) return Status::Corrupt("pending records: hint chain does not end");
     std::optional<ObjectId> pending_hint;
     auto [k, i] = stack.back();
-    LFS_TRY(FinalizeOne(k, i, &pending_hint));
-    if (pending_hint) stack.emplace_back(k, *pending_hint);
-    else stack.pop_back();
+    LFS_TRY(FinalizeOne(k, i, &pending_hint, /*use_hint=*/true));
+    if (pending_hint && on_stack.count(*pending_hint)) {
+      LFS_TRY(FinalizeOne(k, i, &pending_hint, /*use_hint=*/false));
+      pending_hint.reset();
+    }
+    if (pending_hint) {
+      stack.emplace_back(k, *pending_hint);
+      on_stack.insert(*pending_hint);
+    } else {
+      on_stack.erase(i);
+      stack.pop_back();
+    }
   }
   return Status::Ok();
 }
 
 // Encodes (kind, id) if its stored record is pending and its hint is not; if the hint is still
 // pending, says so through `pending_hint` and changes nothing.
-Status ObjectStore::FinalizeOne(Kind kind, const ObjectId& id, std::optional<ObjectId>* pending_hint) {
+Status ObjectStore::FinalizeOne(Kind kind, const ObjectId& id, std::optional<ObjectId>* pending_hint, bool use_hint) {
   LFS_ASSIGN(auto rec, kv_->Get(CfOf(kind), id.AsKey()));
   std::string_view payload;
   std::optional<RecordInfo> info;
@@ -652,7 +666,7 @@ Status ObjectStore::FinalizeOne(Kind kind, const ObjectId& id, std::optional<Obj
   if (payload.size() != info->decoded_size || !base::HashMatches(id, payload, seed_))
     return Status::Corrupt(fmt::format("pending {} {}: content does not match its hash", KindName(kind), id.Hex()));
   std::optional<ObjectId> hint;
-  if (!info->hint.IsZero()) {
+  if (use_hint && !info->hint.IsZero()) {
     hint = info->hint;
     auto hi = kv_->Get(CfOf(kind), hint->AsKey());
     if (hi.ok() && *hi) {

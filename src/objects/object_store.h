@@ -210,7 +210,9 @@ class ObjectStore {
   Result<std::string> ChooseEncoding(Kind kind, std::string_view content,
                                      const std::optional<ObjectId>& base, Txn* txn, bool finalize_locked);
   Status FinalizeLocked(Kind kind, const ObjectId& id);
-  Status FinalizeOne(Kind kind, const ObjectId& id, std::optional<ObjectId>* pending_hint);
+  // Encodes (kind, id) if pending: against its hint when `use_hint` and the hint is final; if the
+  // hint is still pending, reports it in `pending_hint` and changes nothing.
+  Status FinalizeOne(Kind kind, const ObjectId& id, std::optional<ObjectId>* pending_hint, bool use_hint);
   Status FlushDeferred(Txn* txn);
   void StageQueueList(kv::Batch* batch, Txn* txn);
   void CachePut(const ObjectId& id, const std::string& content);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "../test_util.h"
+#include "base/coding.h"
 #include "base/hash.h"
 #include "kv/fault_kv.h"
 #include "objects/background_encoder.h"
@@ -256,6 +257,81 @@ TEST(DeferredEncoding, APendingRecordWhoseContentWasDamagedIsNotFinalized) {
   EXPECT_EQ(os.Finalize(Kind::kBlob, r->id).code(), EIO);
   ObjectStore fresh(kv.get(), kSeed, Policy{});
   EXPECT_EQ(fresh.Get(Kind::kBlob, r->id).status().code(), EIO);
+}
+
+// A pending record of `content` under its id, hinting at `hint` (docs/format.md, encoding 3).
+std::string PendingRecord(Kind kind, std::string_view content, const ObjectId& hint) {
+  std::string r;
+  base::PutU8(&r, static_cast<uint8_t>(kind));
+  base::PutU8(&r, static_cast<uint8_t>(Encoding::kPending));
+  base::PutVarint(&r, 0);
+  base::PutVarint(&r, content.size());
+  r.append(hint.AsKey());
+  r.append(content);
+  return r;
+}
+
+// Found by tests/fuzz/pending_fuzz.cc: hints that form a cycle (a record hinting at itself, two
+// at each other) made Finalize walk the cycle 100000 times, hashing the content at every step,
+// then fail, so the encoder retried it forever holding the finalize lock. The record whose
+// hint is already on the stack is now encoded without it.
+TEST(DeferredEncoding, HintCyclesAreEncodedNotWalked) {
+  auto kv = kv::NewMemKv();
+  ObjectStore os(kv.get(), kSeed, Policy{});
+  const std::string a = TextBytes(6000, 1), b = a + "b", c = TextBytes(4000, 3);
+  const ObjectId ida = base::HashContent(a, kSeed), idb = base::HashContent(b, kSeed),
+                 idc = base::HashContent(c, kSeed);
+  kv::Batch batch;
+  batch.Put(kv::Cf::kBlobs, ida.AsKey(), PendingRecord(Kind::kBlob, a, idb));
+  batch.Put(kv::Cf::kBlobs, idb.AsKey(), PendingRecord(Kind::kBlob, b, ida));
+  batch.Put(kv::Cf::kBlobs, idc.AsKey(), PendingRecord(Kind::kBlob, c, idc));
+  ASSERT_TRUE(kv->Write(batch, false).ok());
+  ASSERT_TRUE(os.Finalize(Kind::kBlob, ida).ok());
+  ASSERT_TRUE(os.Finalize(Kind::kBlob, idc).ok());
+  for (const auto& [id, content] : {std::pair{ida, a}, std::pair{idb, b}, std::pair{idc, c}}) {
+    auto info = os.Info(Kind::kBlob, id);
+    ASSERT_TRUE(info.ok());
+    EXPECT_NE(info->encoding, Encoding::kPending);
+    ObjectStore fresh(kv.get(), kSeed, Policy{});
+    auto got = fresh.Get(Kind::kBlob, id);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, content);
+  }
+  // The cycle was cut once: one of a and b deltas against the other.
+  auto ia = os.Info(Kind::kBlob, ida), ib = os.Info(Kind::kBlob, idb);
+  EXPECT_EQ((ia->encoding == Encoding::kDelta) + (ib->encoding == Encoding::kDelta), 1);
+}
+
+// Found reviewing the path pending_fuzz drives: at the depth cap, the walk down a hint's chain
+// for keyframes followed base ids while records were deltas, so two crafted deltas naming each
+// other looped forever. The walk now requires each base to be one level shallower.
+TEST(DeferredEncoding, AHintWhoseChainLoopsStillEncodes) {
+  auto kv = kv::NewMemKv();
+  ObjectStore os(kv.get(), kSeed, Policy{2, 1, 1});
+  ObjectId x, y;
+  x.bytes[0] = 1;
+  y.bytes[0] = 2;
+  auto delta = [](const ObjectId& base) {
+    std::string r;
+    base::PutU8(&r, static_cast<uint8_t>(Kind::kBlob));
+    base::PutU8(&r, static_cast<uint8_t>(Encoding::kDelta));
+    base::PutVarint(&r, 2);
+    base::PutVarint(&r, 100);
+    r.append(base.AsKey());
+    r.append("not a zstd frame");
+    return r;
+  };
+  kv::Batch batch;
+  batch.Put(kv::Cf::kBlobs, x.AsKey(), delta(y));
+  batch.Put(kv::Cf::kBlobs, y.AsKey(), delta(x));
+  ASSERT_TRUE(kv->Write(batch, false).ok());
+  const std::string content = TextBytes(3000, 7);
+  auto put = os.Put(Kind::kBlob, content, x);
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  auto got = os.Get(Kind::kBlob, put->id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, content);
+  EXPECT_NE(os.Info(Kind::kBlob, put->id)->encoding, Encoding::kDelta);
 }
 
 }  // namespace
