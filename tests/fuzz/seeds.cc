@@ -11,9 +11,13 @@
 
 #include "codec/chunker.h"
 #include "fuzz_objects.h"
+#include "fuzz_remote.h"
 #include "fuzz_workspace.h"
 #include "history/file_content.h"
 #include "merge/merge_into.h"
+#include "remote/catalog_keys.h"
+#include "remote/remote.h"
+#include "remote/sync.h"
 
 using namespace layerfs;
 using objects::Kind;
@@ -310,6 +314,158 @@ void WorkspaceSeeds() {
   }
 }
 
+// A history pushed to an in-memory remote: versions of a text file (deltas), a large
+// compressible file (a zstd record, a stored frame), small files (raw records in zstd frames),
+// a subdirectory, two branches. The remote's keys feed the remote targets; pack names and the
+// config are rewritten to fixed ones so the seeds are deterministic.
+void RemoteSeeds() {
+  fuzz::InstallRemoteOpener();
+  for (size_t pack_target : {size_t{0}, size_t{6000}}) {
+    auto kv = kv::NewMemKv();
+    CreateOptions co;
+    co.seed = fuzz::kRemoteSeed;
+    co.empty = true;  // no first Commit stamped with the time of the run
+    auto st = Store::OpenOnKv(kv.get(), Policy{2, 1, 1}, co);
+    if (!st.ok()) std::abort();
+    Store& store = **st;
+    auto& os = store.objects();
+    auto put = [&](Kind k, const std::string& content, std::optional<ObjectId> base = std::nullopt) {
+      auto r = os.Put(k, content, base);
+      if (!r.ok()) std::abort();
+      return r->id;
+    };
+    CommitInfo first;
+    first.root = put(Kind::kTree, objects::EncodeTree({}));
+    first.message = "first";
+    first.time_sec = 1690000000;
+    ObjectId parent = put(Kind::kCommit, objects::EncodeCommit(first)), text;
+    bool have_text = false;
+    for (int v = 0; v < 4; v++) {
+      std::string t = Text(900 + 50 * v, v);
+      text = put(Kind::kBlob, t, have_text ? std::optional<ObjectId>(text) : std::nullopt);
+      have_text = true;
+      std::string big = Text(60000, 100 + v);
+      const ObjectId big_id = put(Kind::kBlob, big);
+      const ObjectId small = put(Kind::kBlob, "small " + std::to_string(v) + "\n");
+      const ObjectId sub = put(Kind::kTree, objects::EncodeTree({fuzz::FileEntry("s", small, 8)}));
+      std::vector<TreeEntry> root = {fuzz::FileEntry("big", big_id, big.size()),
+                                     Dir("sub", sub, 8, 1), fuzz::FileEntry("text", text, t.size())};
+      CommitInfo c;
+      c.root = put(Kind::kTree, objects::EncodeTree(root));
+      c.parents = {parent};
+      c.message = "version " + std::to_string(v);
+      c.time_sec = 1700000000 + v;
+      c.logical_bytes = big.size() + t.size() + 8;
+      c.files = 3;
+      parent = put(Kind::kCommit, objects::EncodeCommit(c));
+      if (v == 1 && !store.SetBranch("side", parent).ok()) std::abort();
+    }
+    if (!os.Flush().ok() || !store.SetBranch("main", parent).ok()) std::abort();
+    auto t = std::shared_ptr<remote::Transport>(remote::NewMemTransport(fuzz::kRemoteUrl));
+    fuzz::CurrentRemote() = t;
+    if (!remote::AddRemote(store, {"origin", std::string(fuzz::kRemoteUrl), false, ""}).ok()) std::abort();
+    remote::SetPackTargetForTesting(pack_target);
+    remote::PushOptions po;
+    po.branches = {"main", "side"};
+    auto pushed = remote::Push(store, "origin", po);
+    remote::SetPackTargetForTesting(0);
+    if (!pushed.ok() || !pushed->all_ok()) std::abort();
+
+    // The remote's keys, pack names fixed.
+    auto keys = t->List("");
+    if (!keys.ok()) std::abort();
+    std::map<std::string, std::string> names;
+    for (const auto& k : *keys)
+      if (k.starts_with("index/")) names[k.substr(6)] = fmt::format("{:012x}-{:016x}", names.size() + 1, names.size() + 1);
+    remote::RemoteConfig cfg;
+    cfg.id = std::string(32, 'a');
+    cfg.seed = fuzz::kRemoteSeed;
+    cfg.policy = Policy{2, 1, 1};
+    cfg.created = 1700000000;
+    const std::string config = remote::EncodeRemoteConfig(cfg);
+    std::vector<std::string> kvs, kvs_trailerless;
+    std::string main_ref;
+    for (const auto& k : *keys) {
+      auto v = t->Get(k);
+      if (!v.ok()) std::abort();
+      std::string key = k, value = *v, bare = *v;
+      if (k == "config") value = bare = config;
+      for (const auto& dir : {std::string("index/"), std::string("pack/")})
+        if (k.starts_with(dir)) key = dir + names.at(k.substr(dir.size()));
+      if (k.starts_with("index/")) {
+        bare = value.substr(0, value.size() - ObjectId::kSize);
+        const std::string pack = *t->Get("pack/" + k.substr(6));
+        Emit("pack", std::string(1, '\x01') + Framed({bare, pack}));
+        Emit("pack", std::string(1, '\x00') + Framed({value, pack}));
+        Emit("pack_index", std::string(1, '\x01') + bare);
+        auto index = remote::DecodeIndex(value);
+        if (!index.ok()) std::abort();
+        for (size_t i = 0; i < index->entries.size(); i += 7)
+          Emit("pack_index", std::string(1, '\x00') + remote::EncodeLocation(static_cast<uint32_t>(i), index->entries[i]));
+      }
+      if (k == "refs/heads/main") main_ref = value;
+      kvs.insert(kvs.end(), {key, value});
+      kvs_trailerless.insert(kvs_trailerless.end(), {key, bare});
+    }
+    Emit("fetch", std::string(1, '\x00') + Framed(kvs));
+    Emit("fetch", std::string(1, '\x01') + Framed(kvs_trailerless));
+    Emit("fetch", std::string(1, '\x03') + Framed(kvs_trailerless));
+    // The Store's own records about its remote, after the push.
+    auto meta = [&](kv::Cf cf, const std::string& key) {
+      auto v = kv->Get(cf, key);
+      return v.ok() && *v ? **v : std::string();
+    };
+    std::string rpack, rloc;
+    const std::string rpack_prefix = remote::PackKey("origin", "");
+    (void)kv->Scan(kv::Cf::kIndex, rpack_prefix, history::PrefixEnd(rpack_prefix), [&](auto, auto v) {
+      rpack = v;
+      return false;
+    });
+    const std::string rloc_prefix = "rloc/origin/";
+    (void)kv->Scan(kv::Cf::kIndex, rloc_prefix, history::PrefixEnd(rloc_prefix), [&](auto, auto v) {
+      rloc = v;
+      return false;
+    });
+    std::string epoch;
+    base::PutFixed64(&epoch, 3);
+    std::string remote_entry;  // the Store's `remote/origin`, with the fixed config's id
+    base::PutU8(&remote_entry, 1);
+    base::PutBytes(&remote_entry, fuzz::kRemoteUrl);
+    base::PutU8(&remote_entry, 0);
+    base::PutBytes(&remote_entry, cfg.id);
+    std::string rnum;  // pack 1's catalog record, its name fixed as on the remote above
+    {
+      const std::string v = meta(kv::Cf::kIndex, remote::PackNumberKey("origin", 1));
+      base::Reader r(v);
+      std::string_view name;
+      if (!r.Bytes(&name)) std::abort();
+      base::PutBytes(&rnum, names.at(std::string(name)));
+      rnum.append(r.Rest());
+    }
+    std::vector<std::string> cpieces = {config, main_ref, "side", main_ref,
+                                        remote_entry,
+                                        meta(kv::Cf::kMeta, history::RemoteRefKey("origin", "main")), rpack,
+                                        rnum, rloc, epoch};
+    for (uint8_t flags : {0, 1, 2, 3}) Emit("remote_config", std::string(1, static_cast<char>(flags)) + Framed(cpieces));
+  }
+  Emit("remote_config", std::string(1, '\x00') +
+                            Framed({"{\"layerfs_remote\":2,\"id\":\"x\"}", "not a ref\n", "../escape", "00"}));
+
+  // Pending records: a chain of versions hinting at each other (the oldest first in the
+  // queue), one hinting at itself, two at each other, damage under an honest id, queue lists
+  // naming pieces and raw ones.
+  auto honest = [](uint8_t kind, uint8_t hint, const std::string& content) {
+    return std::string{'\x00', static_cast<char>(kind), static_cast<char>(hint)} + content;
+  };
+  const std::string v0 = Text(600, 1), v1 = Text(640, 2), v2 = Text(680, 3);
+  Emit("pending", std::string(1, '\x00') + Framed({honest(0, 0xff, v0), honest(0, 0, v1), honest(0, 1, v2)}));
+  Emit("pending", std::string(1, '\x03') + Framed({honest(0, 2, v0), honest(0, 0, v1), honest(0, 1, v2)}));
+  Emit("pending", std::string(1, '\x00') + Framed({honest(3, 0, Text(200, 4)), honest(1, 2, v1), honest(1, 1, v2)}));
+  Emit("pending", std::string(1, '\x01') +
+                      Framed({honest(0, 0xff, v0), std::string{'\x01', '\x00', '\x00'} + "garbage",
+                              std::string{'\x02', '\x00', '\x00', '\x00', '\x01'}, "\x03\x05xyz"}));
+}
+
 void ProtocolSeeds() {
   // Requests as a client sends them (the daemon's side reads these lines) ...
   Emit("protocol", "{\"protocol\":1,\"id\":7,\"verb\":\"log\",\"args\":{\"ref\":\"main\",\"max_count\":10},\"cwd\":\"/tmp\"}\n");
@@ -335,6 +491,7 @@ int main(int argc, char** argv) {
   ObjectSeeds();
   WorkspaceSeeds();
   ProtocolSeeds();
+  RemoteSeeds();
   for (const auto& [t, n] : g_count) std::printf("%s: %d seeds\n", t.c_str(), n);
   return 0;
 }
