@@ -97,8 +97,9 @@ Result<PackIndex> DecodeIndex(std::string_view data) {
   PackIndex index;
   uint64_t count;
   if (!r.Varint(&index.pack_size) || !r.Varint(&count)) return Status::Corrupt("pack index: truncated header");
-  // Each entry takes at least 25 bytes: a count beyond that is a lie, not a reason to allocate.
-  if (count > body.size() / 25 + 1) return Status::Corrupt("pack index: entry count out of range");
+  // Each entry takes at least 23 bytes (kind, id, then six fields of at least one byte): a count
+  // beyond that is a lie, not a reason to allocate.
+  if (count > body.size() / 23 + 1) return Status::Corrupt("pack index: entry count out of range");
   index.entries.reserve(count);
   for (uint64_t i = 0; i < count; i++) {
     IndexEntry e;
