@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@ namespace kv {
 class Kv;
 class DataLog;
 class Batch;
+class SpaceGuard;
 }  // namespace kv
 namespace objects {
 class ObjectStore;
@@ -117,6 +119,18 @@ struct CreateOptions {
   bool empty = false;            // no first Commit and no branch (clone creates the branches)
 };
 
+struct StoreOpenOptions {
+  // Read-only: for reading a Store whose normal open fails (a full disk, a read-only
+  // filesystem). Writes nothing at all: the WAL is replayed in memory only, no file is created or
+  // deleted (no reserve, no data-log collection, no format upgrade), and a writer cannot open the
+  // Store meanwhile. Every mutating call is EROFS.
+  bool read_only = false;
+  // If the database cannot open for lack of space, release the Store's reserve (kv/space_guard.h)
+  // and try again. The daemon does: it is what serves the mounts through which files are
+  // deleted to make room. CLI verbs do not, so they cannot use up the reserve on a full disk.
+  bool release_reserve = false;
+};
+
 class Store {
  public:
   ~Store();
@@ -124,7 +138,9 @@ class Store {
   // at an empty first Commit.
   static Result<std::unique_ptr<Store>> Create(const std::string& path, const Policy& policy,
                                                const CreateOptions& opts = {});
-  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  // ENOSPC if there is no room to open it (after releasing the reserve): StoreOpenOptions::
+  // read_only still reads it.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOpenOptions& opts = {});
   // Opens over an existing Kv (tests: MemKv, FaultKv); creates the Store in it if empty.
   static Result<std::unique_ptr<Store>> OpenOnKv(kv::Kv* kv, const Policy& policy, const CreateOptions& create = {});
 
@@ -216,6 +232,9 @@ class Store {
   // Whole file blocks of live Workspaces, beside the database (STORE/data; in memory over a
   // caller's Kv).
   kv::DataLog& data_log() { return *data_log_; }
+  // The free space the Store's writers may take and the reserve (kv/space_guard.h).
+  kv::SpaceGuard& space() { return *space_; }
+  bool read_only() const;
 
   struct Impl;  // private state (history/store_impl.h)
 
@@ -223,12 +242,15 @@ class Store {
   Store() = default;
   static Result<std::unique_ptr<Store>> Init(kv::Kv* kv, std::unique_ptr<kv::Kv> owned,
                                              const Policy* create_policy, std::string path,
-                                             const CreateOptions& create);
+                                             const CreateOptions& create,
+                                             std::unique_ptr<kv::SpaceGuard> space,
+                                             std::unique_ptr<kv::DataLog> data_log);
   std::string path_;
+  std::unique_ptr<kv::SpaceGuard> space_;  // outlives the Kv and the data log, which use it
+  std::unique_ptr<kv::DataLog> data_log_;  // outlives the Kv, which syncs it before its own syncs
   std::unique_ptr<kv::Kv> owned_kv_;
   kv::Kv* kv_ = nullptr;
   std::unique_ptr<objects::ObjectStore> objects_;
-  std::unique_ptr<kv::DataLog> data_log_;
   std::unique_ptr<Impl> impl_;
 };
 

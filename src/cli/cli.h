@@ -61,7 +61,11 @@ struct Context {
   MountService* mounts = nullptr;  // set only in the daemon
   ProgressFn progress;             // where long work reports; may be empty
 
-  Result<Store*> GetStore();
+  // The Store: the daemon's, or opened here. `read_only_ok` (the verbs that only read: log,
+  // show, diff, cat, export, verify, stats, branch listing): if the normal open fails for lack
+  // of space or permission, or on a read-only filesystem, the Store is opened read-only
+  // instead (a note on stderr says so), so history stays readable on a full disk.
+  Result<Store*> GetStore(bool read_only_ok = false);
   Result<workspace::WorkspaceRegistry*> Workspaces();
   std::string Abs(const std::string& path) const;
   // The branch a verb's TARGET names: a mountpoint (or a path inside one) of this daemon, or a

@@ -1,26 +1,60 @@
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 
 #include "cli/cli.h"
+#include "kv/space_guard.h"
 #include "remote/lazy.h"
 
 namespace layerfs::cli {
 
-Result<Store*> Context::GetStore() {
+Result<Store*> Context::GetStore(bool read_only_ok) {
   if (store) return store;
   if (store_path.empty()) return Status::Invalid("no store given: use --store PATH or set LAYERFS_STORE");
   // A daemon that just served its last unmount closes the Store a moment after it stops
   // listening: wait for it rather than fail.
+  // On a disk too full for the database to open (below the Store's floor), the read-only verbs
+  // do not even try: a failed open leaves empty WAL and MANIFEST files behind.
+  if (read_only_ok) {
+    struct statvfs sv;
+    if (statvfs(store_path.c_str(), &sv) == 0 &&
+        static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize < kv::SpaceGuard::DefaultOptions().floor_bytes) {
+      auto ro = Store::Open(store_path, {.read_only = true});
+      if (ro.ok()) {
+        // Only a CLI process opens a Store here (the daemon's Context has its own): a note on
+        // its stderr.
+        fprintf(stderr, "layerfs: store opened read-only (its disk is full: %llu bytes free)\n",
+                static_cast<unsigned long long>(sv.f_bavail) * sv.f_frsize);
+        owned_store = std::move(*ro);
+        store = owned_store.get();
+        return store;
+      }
+    }
+  }
   for (int i = 0;; i++) {
+    // The reserve is left for a daemon (StoreOpenOptions): on a full disk the read-only verbs
+    // read read-only, the others fail.
     auto st = Store::Open(store_path);
     if (st.ok()) {
       owned_store = std::move(*st);
       break;
     }
-    if (st.status().code() != EBUSY || i >= 100) return st.status();
+    const int code = st.status().code();
+    if (read_only_ok && (code == ENOSPC || code == EROFS || code == EACCES || code == EDQUOT)) {
+      auto ro = Store::Open(store_path, {.read_only = true});
+      if (!ro.ok()) return st.status();
+      fprintf(stderr, "layerfs: store opened read-only (%s)\n", st.status().message().c_str());
+      owned_store = std::move(*ro);
+      break;
+    }
+    if (code == ENOSPC)
+      return Status::Errorf(ENOSPC, "{} (read-only verbs still work; a mount can use the Store's reserve to open it)",
+                            st.status().message());
+    if (code != EBUSY || i >= 100) return st.status();
     usleep(50000);
   }
   store = owned_store.get();

@@ -93,7 +93,7 @@ Verb Log() {
             {"max_count", ArgType::kInt, "-n,--max-count", "At most N commits"},
             {"graph", ArgType::kBool, "--graph", "Every commit reachable through all parents, children first, with lanes"}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
-    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("ref", "main")));
     const size_t limit = static_cast<size_t>(a.Int("max_count", 0));
     std::vector<CommitInfo> log;
@@ -123,7 +123,7 @@ Verb Show() {
   v.read_only = true;
   v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
-    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("commit")));
     LFS_ASSIGN(auto c, st->GetCommit(id));
     std::vector<DiffEntry> changes;
@@ -162,7 +162,7 @@ Verb Diff() {
             {"b", ArgType::kString, "B", "New commit"},
             {"stat", ArgType::kBool, "--stat", "Sizes and a summary", false, true}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
-    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     std::string from = a.Str("a"), to = a.Str("b");
     const auto dots = from.find("...");
     if (dots != std::string::npos) {
@@ -208,7 +208,7 @@ Verb Cat() {
     return Status::Ok();
   };
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
-    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("commit")));
     const std::string path = a.Str("path");
     LFS_ASSIGN(auto e, st->Lookup(id, path));
@@ -250,7 +250,7 @@ Verb Export() {
   v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true},
             {"dir", ArgType::kString, "DIR", "Target directory (absent or empty)", true}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
-    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("commit")));
     const std::string dir = a.Str("dir");
     const std::string target = ctx.Abs(dir);

@@ -14,6 +14,9 @@
 #include <set>
 #include <thread>
 
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include "cli/command_line.h"
 #include "cli/json_shapes.h"
 #include "client/client.h"
@@ -69,6 +72,14 @@ Result<std::optional<std::vector<std::string>>> FromMountHelper(const std::vecto
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The core's log lines (the daemon's go to its log file): stdout is the verbs' output, so here
+  // they go to stderr, errors only, as "layerfs: ..." lines.
+  {
+    auto logger = spdlog::stderr_logger_mt("layerfs");
+    logger->set_pattern("layerfs: %v");
+    logger->set_level(spdlog::level::err);
+    spdlog::set_default_logger(logger);
+  }
   std::vector<std::string> args(argv, argv + argc);
   auto helper = FromMountHelper(args);
   if (!helper.ok()) return Fail(helper.status().message(), 2);

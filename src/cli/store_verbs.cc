@@ -139,7 +139,7 @@ Verb Branches() {
   v.read_only = true;
   v.args = {{"delete", ArgType::kString, "-d,--delete", "Delete branch NAME", false, true}};
   v.run = [](Context& ctx, const Args&, json* result) -> Status {
-    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(auto branches, st->Branches());
     json arr = json::array();
     for (auto& [name, head] : branches) {
@@ -192,7 +192,7 @@ Verb Stats() {
   v.help = "Allocated bytes split payload/metadata/other, objects, chain depths";
   v.read_only = true;
   v.run = [](Context& ctx, const Args&, json* result) -> Status {
-    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(auto s, st->Stats());
     *result = StatsJson(s);
     return Status::Ok();
@@ -229,28 +229,43 @@ Verb Verify() {
   v.args = {{"commits", ArgType::kStrings, "COMMIT", "Commits to verify (default: the history of every branch and remote-tracking ref)"},
             {"fetch", ArgType::kBool, "--fetch", "Lazy Store: fetch what was never read (verified) and check it too"}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
-    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     std::vector<ObjectId> ids;
     for (const auto& spec : a.Strings("commits")) {
       LFS_ASSIGN(ObjectId id, st->Resolve(spec));
       ids.push_back(id);
     }
     LFS_ASSIGN(auto rep, st->Verify(ids, ctx.progress, a.Bool("fetch")));
-    *result = {{"ok", rep.ok()},         {"commits", rep.commits},    {"objects", rep.objects},
-               {"bytes", rep.bytes},     {"problems", rep.problems}, {"pending", rep.pending},
-               {"missing", rep.missing}};
+    std::vector<std::string> problems = rep.problems;
+    json j = {{"commits", rep.commits}, {"objects", rep.objects}, {"bytes", rep.bytes},
+              {"pending", rep.pending}, {"missing", rep.missing}};
+    if (ids.empty()) {
+      // Uncommitted work too: every Workspace's records and the data-log blocks they point at.
+      LFS_ASSIGN(auto wr, workspace::VerifyWorkspaces(*st));
+      problems.insert(problems.end(), wr.problems.begin(), wr.problems.end());
+      j["workspaces"] = wr.workspaces;
+      j["data_log_blocks"] = wr.blocks;
+      j["data_log_bytes"] = wr.bytes;
+    }
+    j["ok"] = problems.empty();
+    j["problems"] = std::move(problems);
+    *result = std::move(j);
     return Status::Ok();
   };
   v.text = [](const Args&, const json& r, Output& o) {
     for (const auto& p : r["problems"]) o.Outf("damaged: {}\n", p.get<std::string>());
-    o.Outf("{} commits, {} objects, {} bytes verified, {} problems\n", r["commits"].get<uint64_t>(),
-           r["objects"].get<uint64_t>(), r["bytes"].get<uint64_t>(), r["problems"].size());
+    o.Outf("{} commits, {} objects, {} bytes verified", r["commits"].get<uint64_t>(), r["objects"].get<uint64_t>(),
+           r["bytes"].get<uint64_t>());
+    if (r.contains("workspaces"))
+      o.Outf("; {} workspaces, {} data-log blocks ({} bytes)", r["workspaces"].get<uint64_t>(),
+             r["data_log_blocks"].get<uint64_t>(), r["data_log_bytes"].get<uint64_t>());
+    o.Outf("; {} problems\n", r["problems"].size());
     if (uint64_t missing = r.value("missing", uint64_t{0}))
       o.Outf("{} objects not fetched yet (lazy Store; verify --fetch fetches and checks them)\n", missing);
   };
   v.cli_status = [](const json& r) {
     if (r["ok"].get<bool>()) return Status::Ok();
-    return Status::Errorf(EIO, "verify found {} damaged object(s)", r["problems"].size());
+    return Status::Errorf(EIO, "verify found {} problem(s)", r["problems"].size());
   };
   return v;
 }

@@ -6,6 +6,7 @@
 // ..." or, with --json, the protocol's error object {"error": {"code", "errno", "message"}}, so
 // that a client starting the daemon (the CLI, the SDKs) keeps its code (EBUSY: the Store is held by
 // another process; ENOENT: there is no Store).
+#include <execinfo.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -49,6 +50,39 @@ void OnSignal(int) {
 void Wake() {
   char c = 'w';
   (void)!write(g_wake[1], &c, 1);
+}
+
+// A daemon that dies must say so in its log: a fatal signal (an abort in a library, a crash)
+// writes one line and a backtrace there (async-signal-safe calls only), then dies as it would.
+int g_log_fd = -1;
+void OnFatal(int sig) {
+  if (g_log_fd >= 0) {
+    char line[160];
+    int n = snprintf(line, sizeof line, "[layerfsd] [critical] fatal signal %d (%s); backtrace:\n", sig,
+                     sig == SIGABRT ? "abort" : sig == SIGSEGV ? "segmentation fault" : sig == SIGBUS ? "bus error" : "fatal");
+    if (n > 0) (void)!write(g_log_fd, line, static_cast<size_t>(n));
+    void* frames[64];
+    int depth = backtrace(frames, 64);
+    backtrace_symbols_fd(frames, depth, g_log_fd);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void InstallFatalHandlers(const std::string& log_path) {
+  g_log_fd = open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  // Room for about 10,000 more lines, allocated now: the log lives in the Store, and the lines
+  // that matter most are written when its disk is full (appends into preallocated blocks need
+  // no new ones). The file's size is unchanged; `layerfs stats` does not count the log.
+  struct stat st {};
+  if (g_log_fd >= 0 && fstat(g_log_fd, &st) == 0)
+    (void)fallocate(g_log_fd, FALLOC_FL_KEEP_SIZE, st.st_size, 1 << 20);
+  void* frames[1];
+  (void)backtrace(frames, 1);  // loads libgcc now: backtrace may not allocate in the handler
+  struct sigaction sa {};
+  sa.sa_handler = OnFatal;
+  sa.sa_flags = SA_RESETHAND;
+  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE}) sigaction(sig, &sa, nullptr);
 }
 
 struct Daemon {
@@ -159,6 +193,9 @@ int Main(int argc, char** argv) {
     if (base::PrepareStoreFile(log_path, base::StoreFileMode(store_path)).ok())
       spdlog::set_default_logger(spdlog::basic_logger_mt("layerfsd", log_path));
     spdlog::flush_every(std::chrono::seconds(1));
+    // Errors reach the log at once: the daemon may be killed (or the disk fill) a second later.
+    spdlog::flush_on(spdlog::level::warn);
+    InstallFatalHandlers(store_path + "/layerfsd.log");
   }
   // Tells whoever started us that we serve (s ok) or why we cannot.
   auto report = [&](const Status& s) {
@@ -174,7 +211,9 @@ int Main(int argc, char** argv) {
   Daemon d;
   d.keep = keep;
   d.idle = idle;
-  auto st = Store::Open(store_path);
+  // On a full disk the reserve gives the database room to open: the mounts are how files get
+  // deleted to make room.
+  auto st = Store::Open(store_path, {.read_only = false, .release_reserve = true});
   if (!st.ok()) {
     report(st.status());
     return 1;
@@ -263,10 +302,13 @@ int Main(int argc, char** argv) {
   d.mounts->UnmountAll();
   d.mounts.reset();
   d.reg.reset();
-  // Committed blocks were deleted from the workspace family; drop them from disk too.
+  // Committed blocks were deleted from the workspace family; drop them from disk too. On a full
+  // disk this is skipped (ENOSPC before RocksDB is asked): the deletions stay in the tables
+  // until the next exit with room.
   Status cs = d.store->kv().Compact(kv::Cf::kWorkspace);
-  if (!cs.ok()) spdlog::warn("compact workspace data: {}", cs.message());
+  if (!cs.ok()) spdlog::warn("compact workspace data at exit: {}", cs.message());
   d.store.reset();
+  spdlog::info("layerfsd {} closed {}", getpid(), store_path);
   unlink(control::PidPath(store_path).c_str());
   return 0;
 }

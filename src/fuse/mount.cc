@@ -41,11 +41,10 @@ void Init(void* userdata, fuse_conn_info* conn) noexcept {
   // (writes are copied into memory anyway), remote locks (the kernel keeps them locally).
   conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_WRITEBACK_CACHE |
                   FUSE_CAP_SPLICE_READ | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_DONT_MASK);
-  // Splice writes: reads of whole blocks in the data log are spliced from its files into the
-  // reply (ReadPieces), one copy fewer per byte read.
+  // No splice writes: every data-log block is read into memory and checked against its
+  // checksum before it is replied (Workspace::FillRead), so there is nothing to splice.
   const unsigned on = FUSE_CAP_READDIRPLUS | FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_CACHE_SYMLINKS |
-                      FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_SPLICE_WRITE |
-                      FUSE_CAP_SPLICE_MOVE;
+                      FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS;
   conn->want |= conn->capable & on;
   conn->max_write = kMaxWrite;
   conn->max_readahead = kMaxReadahead;
@@ -248,6 +247,7 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
   if (const char* t = getenv("LAYERFS_FUSE_TIMEOUT")) st.ad->timeout = std::max(0.0, atof(t));
   st.ad->keep_cache_writers = !EnvIs("LAYERFS_FUSE_KEEP_CACHE", "0");
   st.ad->cache_dirs = !EnvIs("LAYERFS_FUSE_CACHE_DIR", "0");
+  st.ad->mountpoint = real;
   st.multithreaded = o.multithreaded;
 
   std::vector<std::string> argv_s = {"layerfs", "-o", OptionString(o, ro)};

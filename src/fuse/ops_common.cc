@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 #include "fuse/ops_table.h"
 
 namespace layerfs::fuse {
@@ -60,7 +62,26 @@ bool Adapter::WaitInit(int timeout_ms) {
   return init_signalled_ && init_ok_;
 }
 
-int Errno(const Status& s) { return s.ToErrno(); }
+int Errno(const Status& s) {
+  const int e = s.ToErrno();
+  // EIO is damage or a failing disk: the log says which Store file (the message names it). At
+  // most a few lines a second, so a scan over damage does not flood the log.
+  if (e == EIO) {
+    static std::atomic<int64_t> window{0};
+    static std::atomic<int> lines{0};
+    const int64_t sec = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (window.exchange(sec) != sec) lines = 0;
+    if (lines++ < 5) spdlog::error("fuse: {}", s.message());
+  }
+  return e;
+}
+
+int ErrnoAt(Adapter& ad, Ino ino, std::string_view what, const Status& s) {
+  if (s.ToErrno() != EIO) return s.ToErrno();
+  spdlog::error("{}: {} of {}: {}", ad.mountpoint, what, ad.ws->PathOf(ino), s.message());
+  return EIO;
+}
 
 struct stat ToStat(const workspace::Attr& a) {
   struct stat st {};

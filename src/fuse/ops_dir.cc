@@ -21,7 +21,7 @@ DirHandle* HandleOf(const fuse_file_info* fi) { return reinterpret_cast<DirHandl
 
 int Load(Adapter& ad, Ino ino, DirHandle& h) {
   auto list = ad.ws->ReadDir(ino);
-  if (!list.ok()) return Errno(list.status());
+  if (!list.ok()) return ErrnoAt(ad, ino, "readdir", list.status());
   h.entries.clear();
   h.entries.reserve(list->size() + 2);
   h.entries.push_back({".", ino, S_IFDIR});

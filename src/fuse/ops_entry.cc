@@ -44,7 +44,7 @@ int DoLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     fuse_reply_entry(req, &e);
     return 0;
   }
-  if (!a.ok()) return Errno(a.status());
+  if (!a.ok()) return ErrnoAt(ad, parent, fmt::format("lookup of '{}' in", name), a.status());
   NoteDir(ad, parent, *a);
   return ReplyEntry(ad, req, *a);
 }

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "fuse/ops_table.h"
 #include "kv/data_log.h"
 
@@ -23,6 +25,12 @@ void DropStreamed(size_t size, const workspace::ReadReply& r) {
   for (const auto& p : r.pieces) {
     if (p.fd >= 0) kv::DataLog::DropReadBehind(p.fd, p.offset, p.length);
   }
+}
+
+// A read that failed: damaged data (EIO) is logged with the file's path in the mount and the
+// Store file at fault (the message names it), so the log says what to restore or delete.
+int ReadFailed(Adapter& ad, fuse_ino_t ino, off_t off, const Status& s) {
+  return ErrnoAt(ad, ino, fmt::format("read at offset {}", off), s);
 }
 
 // Page cache kept across opens. Every write and truncate comes through the kernel, which keeps
@@ -80,8 +88,9 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) noexcept {
   Run(req, [&] {
     if (off < 0) return EINVAL;
-    auto r = Ctx(req, Op::kRead).ws->ReadPieces(ino, static_cast<uint64_t>(off), size);
-    if (!r.ok()) return Errno(r.status());
+    Adapter& ad = Ctx(req, Op::kRead);
+    auto r = ad.ws->ReadPieces(ino, static_cast<uint64_t>(off), size);
+    if (!r.ok()) return ReadFailed(ad, ino, off, r.status());
     if (r->pieces.empty()) {
       fuse_reply_buf(req, nullptr, 0);
       return 0;
@@ -90,49 +99,19 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
       fuse_reply_buf(req, r->pieces[0].bytes.data(), r->pieces[0].bytes.size());
       return 0;
     }
-    size_t total = 0;
-    for (const auto& p : r->pieces) total += p.length;
-    if (char* dst = UringTransport::ReplyBuffer(total)) {
-      // Served from an io_uring entry: read the pieces straight into its reply buffer.
-      size_t n = 0;
-      for (const auto& p : r->pieces) {
-        if (p.fd < 0) {
-          memcpy(dst + n, p.bytes.data(), p.length);
-        } else {
-          for (size_t got = 0; got < p.length;) {
-            ssize_t k = pread(p.fd, dst + n + got, p.length - got, static_cast<off_t>(p.offset + got));
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) return k < 0 ? errno : EIO;  // a segment shorter than its records: damaged
-            got += static_cast<size_t>(k);
-          }
-        }
-        n += p.length;
-      }
-      fuse_reply_buf(req, dst, n);
-      DropStreamed(size, *r);
-      return 0;
+    // Data-log blocks: read and checked block by block (Workspace::FillRead), straight into the
+    // io_uring entry's reply buffer when served from one, else into memory. (They were spliced
+    // before the blocks had checksums: a spliced byte is never seen, so never checked.)
+    std::string storage;
+    char* dst = UringTransport::ReplyBuffer(r->size);
+    if (!dst) {
+      storage.resize(r->size);
+      dst = storage.data();
     }
-    // File ranges of the data log: libfuse splices them into the reply (the bytes never pass
-    // through this process).
-    std::vector<char> storage(sizeof(fuse_bufvec) + r->pieces.size() * sizeof(fuse_buf));
-    auto* bv = new (storage.data()) fuse_bufvec{};
-    bv->count = r->pieces.size();
-    for (size_t i = 0; i < r->pieces.size(); i++) {
-      auto& p = r->pieces[i];
-      fuse_buf& b = bv->buf[i];
-      b = fuse_buf{};
-      b.size = p.length;
-      if (p.fd >= 0) {
-        b.flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
-        b.fd = p.fd;
-        b.pos = static_cast<off_t>(p.offset);
-      } else {
-        b.mem = p.bytes.data();
-      }
-    }
-    // Replies exactly once, whatever it returns (an error it could not send frees the request).
-    (void)fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
-    DropStreamed(size, *r);  // the splice is done: the kernel copied or took the pages
+    Status s = ad.ws->FillRead(*r, dst);
+    if (!s.ok()) return ReadFailed(ad, ino, off, s);
+    fuse_reply_buf(req, dst, r->size);
+    DropStreamed(size, *r);
     return 0;
   });
 }

@@ -35,9 +35,9 @@ using workspace::Ino;
 // for measurements.
 constexpr double kCacheTimeout = 86400.0;
 constexpr unsigned kMaxWrite = 1 << 20;
-// Read requests of 512 KiB: a spliced reply (data-log blocks, ops_file.cc) must fit one pipe,
-// and an unprivileged pipe holds 1 MiB, which a 1 MiB reply plus its header exceeds (libfuse
-// then falls back to copying; measured: cold 2 GiB read 2.5-2.7 s at 1 MiB, 1.3-1.6 s at 512 KiB).
+// Read requests of 512 KiB. Chosen when data-log blocks were spliced into replies (a reply had
+// to fit a 1 MiB pipe; measured: cold 2 GiB read 2.5-2.7 s at 1 MiB, 1.3-1.6 s at 512 KiB);
+// kept since (the ring's reader thread measured no better at larger sizes, docs/design.md).
 constexpr unsigned kMaxReadahead = 512 << 10;
 
 struct Adapter {
@@ -45,6 +45,7 @@ struct Adapter {
 
   workspace::Workspace* ws;
   MountOptions opts;
+  std::string mountpoint;  // for the log
   std::atomic<size_t> open_handles{0};
   double timeout = kCacheTimeout;  // entry and attribute timeout of every reply
   // Measurement switches (environment, read at mount): LAYERFS_FUSE_KEEP_CACHE=0 keeps the page
@@ -89,8 +90,11 @@ inline Adapter& Ctx(fuse_req_t req, Op op) {
 }
 inline Adapter& Ctx(fuse_req_t req) { return *static_cast<Adapter*>(fuse_req_userdata(req)); }
 
-// The errno of a failed Status (EIO if it carries none).
+// The errno of a failed Status (EIO if it carries none). An EIO is logged (rate-limited) with its
+// message, which names the damaged Store file.
 int Errno(const Status& s);
+// As Errno, and an EIO's log line names the path of `ino` in the mount and the operation.
+int ErrnoAt(Adapter& ad, Ino ino, std::string_view what, const Status& s);
 struct stat ToStat(const workspace::Attr& a);
 workspace::Caller CallerOf(fuse_req_t req);
 timespec Now();

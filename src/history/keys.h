@@ -17,7 +17,11 @@ namespace layerfs::history {
 // 5: remotes (remote/, rref/, lazy, gc-epoch meta keys; rpack/, rnum/, rloc/ index keys); a lazy
 // Store may lack objects. An older Store opens and is upgraded by rewriting its config; older
 // builds refuse a version-5 Store (their gc would drop what only remote-tracking refs reach).
-constexpr uint32_t kFormatVersion = 5;
+// 6: R records carry the XXH3-64 of their block (flagged in the length word), checked on every
+// read; the records of a version-3 to -5 Store are read as they are (unchecked) until they are
+// rewritten or committed, and the Store is upgraded by rewriting its config. Older builds refuse
+// a version-6 Store (they would take the flag for part of the length).
+constexpr uint32_t kFormatVersion = 6;
 constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr std::string_view kConfigKey = "config";
 inline constexpr std::string_view kRefPrefix = "ref/";     // + branch name -> 16-byte commit id

@@ -2,8 +2,10 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
+#include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_set>
 
 #include "base/coding.h"
@@ -21,7 +23,11 @@ using objects::Kind;
 namespace {
 
 uint64_t g_du_total;
-int DuVisit(const char*, const struct stat* sb, int type, struct FTW*) {
+int DuVisit(const char* path, const struct stat* sb, int type, struct FTW* ftw) {
+  // The reserve (kv/space_guard.h) is room held for the database and the daemon's log has
+  // preallocated room of its own: neither is the Store's data.
+  if (ftw->level == 1 && (strcmp(path + ftw->base, "reserve") == 0 || strcmp(path + ftw->base, "layerfsd.log") == 0))
+    return 0;
   if (type == FTW_F || type == FTW_D || type == FTW_SL) g_du_total += static_cast<uint64_t>(sb->st_blocks) * 512;
   return 0;
 }
@@ -51,7 +57,8 @@ Result<StoreStats> Store::Stats() {
   st.policy = policy().ToString();
   // Sizes as the Store settles: what commits left to the background encoder is encoded first.
   LFS_TRY(DrainEncoding());
-  LFS_TRY(kv_->Flush());
+  // Flushed so the table figures are complete; on a full disk they leave the memtables out.
+  if (Status f = kv_->Flush(); !f.ok() && f.code() != ENOSPC) return f;
   for (const char* k : {"whole", "chunk", "metadata"}) st.max_chain_depth[k] = 0;
   for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
     LFS_TRY(kv_->Scan(cf, "", "", [&](auto, auto v) {
@@ -112,59 +119,80 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
   if (!fetch) local.emplace();
   objects_->ClearCache();  // read everything back from the database, not from memory
   std::vector<ObjectId> commits = requested;
-  std::unordered_set<ObjectId, ObjectIdHash> seen_commits, seen;
+  std::unordered_set<ObjectId, ObjectIdHash> seen_commits;
   if (commits.empty()) {
     LFS_ASSIGN(auto branches, Branches());
     for (auto& [name, head] : branches) commits.push_back(head);
     LFS_ASSIGN(auto rrefs, RemoteRefs());
     for (auto& [name, head] : rrefs) commits.push_back(head);
   }
-  auto problem = [&](const ObjectId& id, const char* kind, const std::string& path, const Status& s) {
-    if (lazy && !fetch && s.code() == ENOENT) {
-      rep.missing++;
-      return;
-    }
-    rep.problems.push_back(fmt::format("{} {} at {}: {}", kind, id.Hex(), path.empty() ? "/" : path, s.message()));
+  // Each damaged object is reported once, with the path it was first met at and every Commit
+  // whose tree reaches it (a damaged blob shared by a hundred Commits is one line naming them).
+  // On a lazy Store without fetch, an object not here yet is counted as missing, not reported.
+  struct Problem {
+    std::string what;  // "blob ID at PATH: message"
+    std::vector<ObjectId> commits;
+    bool missing = false;
   };
-  // Returns the entries below the tree, checked against what its parent's entry says: a
-  // Workspace numbers inodes by these counts, so a wrong one would be a wrong inode number.
+  std::vector<Problem> found;
+  using Indices = std::vector<size_t>;
+  auto problem = [&](const ObjectId& id, const char* kind, const std::string& path, const Status& s) -> size_t {
+    const bool missing = lazy && !fetch && s.code() == ENOENT;
+    if (missing) rep.missing++;
+    found.push_back({fmt::format("{} {} at {}: {}", kind, id.Hex(), path.empty() ? "/" : path, s.message()), {}, missing});
+    return found.size() - 1;
+  };
+  // Per tree, memoised: the entries below it (checked against what its parent's entry says: a
+  // Workspace numbers inodes by these counts, so a wrong one would be a wrong inode number) and
+  // the problems found below it.
   constexpr uint64_t kUnreadable = ~0ull;  // already reported
-  std::unordered_map<ObjectId, uint64_t, ObjectIdHash> entry_counts;
-  std::function<uint64_t(const ObjectId&, const std::string&, size_t)> tree =
-      [&](const ObjectId& id, const std::string& path, size_t depth) -> uint64_t {
-    if (auto it = entry_counts.find(id); it != entry_counts.end()) return it->second;
+  struct TreeResult {
+    uint64_t entries = 0;
+    Indices damage;
+  };
+  std::unordered_map<ObjectId, TreeResult, ObjectIdHash> trees;
+  std::unordered_map<ObjectId, std::optional<size_t>, ObjectIdHash> files;  // file id -> its problem, if any
+  std::function<TreeResult(const ObjectId&, const std::string&, size_t)> tree =
+      [&](const ObjectId& id, const std::string& path, size_t depth) -> TreeResult {
+    if (auto it = trees.find(id); it != trees.end()) return it->second;
+    TreeResult res;
     if (depth > objects::kMaxTreeDepth) {
-      problem(id, "tree", path, Status::Corrupt(fmt::format("nested deeper than {} directories", objects::kMaxTreeDepth)));
-      return kUnreadable;  // not remembered: the same tree may sit higher elsewhere
+      res.entries = kUnreadable;  // not remembered: the same tree may sit higher elsewhere
+      res.damage.push_back(problem(id, "tree", path, Status::Corrupt(fmt::format("nested deeper than {} directories",
+                                                                               objects::kMaxTreeDepth))));
+      return res;
     }
     auto entries = ReadTree(id);
     rep.objects++;
     if (!entries.ok()) {
-      problem(id, "tree", path, entries.status());
-      return entry_counts[id] = kUnreadable;
+      res.entries = kUnreadable;
+      res.damage.push_back(problem(id, "tree", path, entries.status()));
+      return trees[id] = std::move(res);
     }
-    uint64_t count = 0;
     for (const auto& e : *entries) {
       std::string p = path + "/" + e.name;
-      count++;
+      res.entries++;
       if (e.type == EntryType::kDir) {
-        uint64_t below = tree(e.id, p, depth + 1);
-        if (below != kUnreadable && below != e.subtree_entries)
-          problem(e.id, "tree", p, Status::Corrupt(fmt::format("{} entries below, its entry says {}", below,
-                                                               e.subtree_entries)));
-        if (__builtin_add_overflow(count, e.subtree_entries, &count)) count = kUnreadable - 1;
+        TreeResult below = tree(e.id, p, depth + 1);
+        res.damage.insert(res.damage.end(), below.damage.begin(), below.damage.end());
+        if (below.entries != kUnreadable && below.entries != e.subtree_entries)
+          res.damage.push_back(problem(e.id, "tree", p, Status::Corrupt(fmt::format("{} entries below, its entry says {}",
+                                                                                   below.entries, e.subtree_entries))));
+        if (__builtin_add_overflow(res.entries, e.subtree_entries, &res.entries)) res.entries = kUnreadable - 1;
       } else if (e.type == EntryType::kFile && !e.id.IsZero()) {
-        if (!seen.insert(e.id).second) continue;
-        rep.objects++;
-        auto n = history::ReadContentTo(*objects_, e.id, e.chunked, [](std::string_view) { return Status::Ok(); });
-        if (!n.ok()) problem(e.id, e.chunked ? "chunked file" : "blob", p, n.status());
-        else if (*n != e.size) problem(e.id, "blob", p, Status::Corrupt("size does not match its entry"));
-        else rep.bytes += *n;
-        report();
+        auto [it, fresh] = files.try_emplace(e.id);
+        if (fresh) {
+          rep.objects++;
+          auto n = history::ReadContentTo(*objects_, e.id, e.chunked, [](std::string_view) { return Status::Ok(); });
+          if (!n.ok()) it->second = problem(e.id, e.chunked ? "chunked file" : "blob", p, n.status());
+          else if (*n != e.size) it->second = problem(e.id, "blob", p, Status::Corrupt("size does not match its entry"));
+          else rep.bytes += *n;
+          report();
+        }
+        if (it->second) res.damage.push_back(*it->second);
       }
     }
-    entry_counts[id] = count;
-    return count;
+    return trees[id] = std::move(res);
   };
   // Every commit reachable through all parents.
   while (!commits.empty()) {
@@ -175,19 +203,31 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
     rep.objects++;
     auto info = GetCommit(c);
     if (!info.ok()) {
-      problem(c, "commit", "", info.status());
+      found[problem(c, "commit", "", info.status())].commits.push_back(c);
       continue;
     }
-    uint64_t entries = tree(info->root, "", 0);
-    if (entries != kUnreadable && entries != info->files)
-      problem(c, "commit", "", Status::Corrupt(fmt::format("{} entries in its tree, the commit says {}", entries,
-                                                           info->files)));
+    TreeResult root = tree(info->root, "", 0);
+    std::unordered_set<size_t> mine(root.damage.begin(), root.damage.end());
+    if (root.entries != kUnreadable && root.entries != info->files)
+      mine.insert(problem(c, "commit", "", Status::Corrupt(fmt::format("{} entries in its tree, the commit says {}",
+                                                                       root.entries, info->files))));
+    for (size_t i : mine) found[i].commits.push_back(c);
     for (const auto& p : info->parents) commits.push_back(p);
     report();
   }
   meter.state().objects = rep.objects;
   meter.state().bytes = rep.bytes;
   meter.Done();
+  for (auto& pr : found) {
+    if (pr.missing) continue;
+    std::string line = std::move(pr.what);
+    if (!pr.commits.empty()) {
+      line += pr.commits.size() == 1 ? "; in commit" : fmt::format("; in {} commits:", pr.commits.size());
+      for (size_t i = 0; i < pr.commits.size() && i < 8; i++) line += " " + pr.commits[i].Hex().substr(0, 12);
+      if (pr.commits.size() > 8) line += " ...";
+    }
+    rep.problems.push_back(std::move(line));
+  }
   rep.pending = objects_->QueuedCount();
   return rep;
 }
@@ -201,7 +241,9 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const Progr
   LFS_TRY(DrainEncoding());
   // No finalization between mark and sweep: it could choose a base the sweep then frees.
   auto finalize_lock = objects_->LockFinalize();
-  LFS_TRY(kv_->Flush());
+  // Flushed so bytes_before is the tables' size; on a full disk, marking and sweeping go on
+  // (they read the memtables too) and the compaction below says why it cannot run.
+  if (Status f = kv_->Flush(); !f.ok() && f.code() != ENOSPC) return f;
   rep.bytes_before = path_.empty() ? 0 : AllocatedBytes(path_);
   // Mark: commits, trees, file content and chunks reachable from any branch, plus every delta
   // base their records need.
@@ -262,6 +304,7 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const Progr
     base::PutFixed64(&nv, epoch + 1);
     b.Put(kv::Cf::kMeta, history::kGcEpochKey, nv);
   }
+  b.set_space_exempt();  // deletions: they free space at the compaction below
   for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
     LFS_TRY(kv_->Scan(cf, "", "", [&](auto k, auto) {
       if (k.size() == ObjectId::kSize && !live[cf].count(ObjectId::FromKey(k))) {
@@ -275,7 +318,10 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const Progr
   }
   LFS_TRY(kv_->Write(b, true));
   objects_->ClearCache();
-  LFS_TRY(kv_->CompactAll());
+  // The deletions are durable; the space comes back when the tables are rewritten without them.
+  if (Status c = kv_->CompactAll(); !c.ok())
+    return Status::Errorf(c.code(), "deleted {} unreachable objects, but could not compact them away ({}); run gc again "
+                          "once there is room", rep.objects_deleted, c.message());
   sweep.Done();
   rep.bytes_after = path_.empty() ? 0 : AllocatedBytes(path_);
   return rep;

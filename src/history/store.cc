@@ -14,10 +14,10 @@
 #include "base/store_files.h"
 #include "history/file_content.h"
 #include "history/keys.h"
-#include "kv/data_log.h"
 #include "history/store_impl.h"
 #include "kv/data_log.h"
 #include "kv/kv.h"
+#include "kv/space_guard.h"
 #include "objects/object_store.h"
 #include "objects/tree.h"
 
@@ -151,9 +151,13 @@ static Status WriteMarker(const std::string& path, const Policy& policy);
 
 Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> owned,
                                            const Policy* create_policy, std::string path,
-                                           const CreateOptions& create) {
+                                           const CreateOptions& create,
+                                           std::unique_ptr<kv::SpaceGuard> space,
+                                           std::unique_ptr<kv::DataLog> data_log) {
   auto st = std::unique_ptr<Store>(new Store());
   st->path_ = std::move(path);
+  st->space_ = std::move(space);
+  st->data_log_ = std::move(data_log);
   st->owned_kv_ = std::move(owned);
   st->kv_ = kv;
   st->impl_ = std::make_unique<Impl>();
@@ -172,7 +176,7 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
   } else {
     uint32_t version = 0;
     LFS_TRY(DecodeConfig(*cfg, st->impl_.get(), &version));
-    if (version < history::kFormatVersion) {
+    if (version < history::kFormatVersion && !kv->read_only()) {
       // Upgrade in place: what changed is read both ways (Workspaces migrate as they open).
       kv::Batch b;
       b.Put(kv::Cf::kMeta, history::kConfigKey, EncodeConfig(*st->impl_));
@@ -183,7 +187,6 @@ Result<std::unique_ptr<Store>> Store::Init(kv::Kv* kv, std::unique_ptr<kv::Kv> o
   st->objects_ = std::make_unique<objects::ObjectStore>(kv, st->impl_->seed, st->impl_->policy, TuningFromEnv());
   st->impl_->encoder = std::make_unique<objects::BackgroundEncoder>(*st->objects_);
   if (!fresh) LFS_TRY(st->objects_->LoadQueue());
-  LFS_ASSIGN(st->data_log_, kv::DataLog::Open(st->path_.empty() ? std::string() : st->path_ + "/data"));
   if (fresh && create.empty) {
     kv::Batch b;
     b.Put(kv::Cf::kMeta, history::kConfigKey, EncodeConfig(*st->impl_));
@@ -229,6 +232,25 @@ static bool DirIsEmptyOrAbsent(const std::string& path, bool* exists) {
   return empty;
 }
 
+// The Store's own pieces beside its database: the space guard and the data log (both read-only
+// for a read-only open), and the database's options that tie them to it.
+struct StoreParts {
+  std::unique_ptr<kv::SpaceGuard> space;
+  std::unique_ptr<kv::DataLog> log;
+  kv::RocksOptions ro;
+};
+
+static Result<StoreParts> MakeParts(const std::string& path, bool read_only) {
+  StoreParts p;
+  p.space = kv::SpaceGuard::Open(path, !read_only, kv::SpaceGuard::DefaultOptions());
+  LFS_ASSIGN(p.log, kv::DataLog::Open(path + "/data", {.space = p.space.get(), .read_only = read_only}));
+  p.ro.read_only = read_only;
+  p.ro.space = p.space.get();
+  kv::DataLog* log = p.log.get();
+  p.ro.before_sync = [log] { return log->Sync(); };
+  return p;
+}
+
 Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Policy& policy,
                                              const CreateOptions& opts) {
   bool exists;
@@ -242,37 +264,42 @@ Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Poli
   // RocksDB would make db/ 0755 (less the umask).
   if (mkdir((path + "/db").c_str(), 0700) != 0 && errno != EEXIST)
     return Status::Errorf(errno, "create {}/db: {}", path, strerror(errno));
-  kv::RocksOptions ro;
-  ro.create_if_missing = true;
-  ro.file_mode = 0600;
-  ro.error_if_exists = true;
-  LFS_ASSIGN(auto kvp, kv::OpenRocksKv(path + "/db", ro));
+  LFS_ASSIGN(StoreParts parts, MakeParts(path, false));
+  parts.ro.create_if_missing = true;
+  parts.ro.file_mode = 0600;
+  parts.ro.error_if_exists = true;
+  LFS_ASSIGN(auto kvp, kv::OpenRocksKv(path + "/db", parts.ro));
   kv::Kv* raw = kvp.get();
-  return Init(raw, std::move(kvp), &policy, path, opts);
+  return Init(raw, std::move(kvp), &policy, path, opts, std::move(parts.space), std::move(parts.log));
 }
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOpenOptions& opts) {
   struct stat st;
   if (stat((path + "/db/CURRENT").c_str(), &st) != 0) {
     if (errno == EACCES) return Status::Errorf(EACCES, "{}: permission denied (the Store belongs to another user)", path);
     return Status::NotFound(fmt::format("{} is not a LayerFS store", path));
   }
   LFS_TRY(base::RefuseSymlink(path + "/db", "database"));
-  kv::RocksOptions ro;
-  ro.file_mode = base::StoreFileMode(path);
-  auto kvp = kv::OpenRocksKv(path + "/db", ro);
+  LFS_ASSIGN(StoreParts parts, MakeParts(path, opts.read_only));
+  parts.ro.file_mode = base::StoreFileMode(path);
+  parts.ro.release_reserve_to_open = opts.release_reserve;
+  auto kvp = kv::OpenRocksKv(path + "/db", parts.ro);
   if (!kvp.ok()) {
     if (kvp.status().code() == EBUSY)
       return Status::Error(EBUSY, fmt::format("store {} is in use by another process", path));
     return kvp.status();
   }
   kv::Kv* raw = kvp->get();
-  return Init(raw, std::move(*kvp), nullptr, path, {});
+  return Init(raw, std::move(*kvp), nullptr, path, {}, std::move(parts.space), std::move(parts.log));
 }
 
 Result<std::unique_ptr<Store>> Store::OpenOnKv(kv::Kv* kv, const Policy& policy, const CreateOptions& create) {
-  return Init(kv, nullptr, &policy, "", create);
+  auto space = kv::SpaceGuard::Open("", false, kv::SpaceGuard::Options{});
+  LFS_ASSIGN(auto log, kv::DataLog::Open("", {.space = space.get()}));
+  return Init(kv, nullptr, &policy, "", create, std::move(space), std::move(log));
 }
+
+bool Store::read_only() const { return kv_->read_only(); }
 
 const Policy& Store::policy() const { return impl_->policy; }
 uint64_t Store::seed() const { return impl_->seed; }
@@ -423,6 +450,7 @@ Status Store::DeleteBranch(const std::string& name) {
   LFS_ASSIGN(auto existing, BranchHead(name));
   if (!existing) return Status::NotFound(fmt::format("no branch '{}'", name));
   kv::Batch b;
+  b.set_space_exempt();  // frees space (once gc runs)
   b.Delete(kv::Cf::kMeta, history::RefKey(name));
   std::string sp = history::StatBranchPrefix(name);
   b.DeleteRange(kv::Cf::kIndex, sp, history::PrefixEnd(sp));

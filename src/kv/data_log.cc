@@ -13,19 +13,41 @@
 #include <fmt/format.h>
 
 #include "base/coding.h"
+#include "base/hash.h"
 #include "base/store_files.h"
+#include "kv/space_guard.h"
 
 namespace layerfs::kv {
+
+DataRef DataRef::Of(uint32_t seg, uint64_t off, std::string_view bytes) {
+  DataRef r(seg, off, static_cast<uint32_t>(bytes.size()));
+  r.has_hash = true;
+  r.hash = base::Hash64(bytes);
+  return r;
+}
 
 void DataRef::EncodeTo(std::string* dst) const {
   base::PutFixed32(dst, segment);
   base::PutFixed64(dst, offset);
-  base::PutFixed32(dst, length);
+  base::PutFixed32(dst, has_hash ? (length | kHashFlag) : length);
+  if (has_hash) base::PutFixed64(dst, hash);
+}
+
+bool DataRef::DecodePrefix(std::string_view src, DataRef* out, size_t* used) {
+  base::Reader r(src);
+  uint32_t len;
+  if (!r.Fixed32(&out->segment) || !r.Fixed64(&out->offset) || !r.Fixed32(&len)) return false;
+  out->has_hash = (len & kHashFlag) != 0;
+  out->length = len & ~kHashFlag;
+  out->hash = 0;
+  if (out->has_hash && !r.Fixed64(&out->hash)) return false;
+  *used = out->EncodedSize();
+  return true;
 }
 
 bool DataRef::Decode(std::string_view src, DataRef* out) {
-  base::Reader r(src);
-  return r.Fixed32(&out->segment) && r.Fixed64(&out->offset) && r.Fixed32(&out->length) && r.AtEnd();
+  size_t used = 0;
+  return DecodePrefix(src, out, &used) && used == src.size();
 }
 
 struct DataLog::Segment {
@@ -44,9 +66,10 @@ Status Errno(std::string_view what) { return Status::Errorf(errno == ENOSPC ? EN
 
 }  // namespace
 
-Result<std::unique_ptr<DataLog>> DataLog::Open(const std::string& dir) {
+Result<std::unique_ptr<DataLog>> DataLog::Open(const std::string& dir, const DataLogOptions& opts) {
   auto log = std::unique_ptr<DataLog>(new DataLog());
   log->dir_ = dir;
+  log->opts_ = opts;
   if (dir.empty()) return log;
   // Segments are written only inside the Store (base/store_files.h).
   LFS_TRY(base::RefuseSymlink(dir, "data log"));
@@ -65,13 +88,13 @@ Result<std::unique_ptr<DataLog>> DataLog::Open(const std::string& dir) {
   closedir(d);
   for (uint32_t seg : found) {
     auto s = std::make_shared<Segment>();
-    s->fd = ::open(SegName(dir, seg).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    s->fd = ::open(SegName(dir, seg).c_str(), (opts.read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
     if (s->fd < 0) return Errno("open " + SegName(dir, seg));
     log->segments_[seg] = std::move(s);
     log->next_ = std::max(log->next_, seg + 1);
   }
   // Segments left by an earlier process may hold only dead data: look at them at the next chance.
-  if (!found.empty()) log->collect_wanted_ = true;
+  if (!found.empty() && !opts.read_only) log->collect_wanted_ = true;
   return log;
 }
 
@@ -100,8 +123,20 @@ Status DataLog::StartSegment() {
   return Status::Ok();
 }
 
+std::string DataLog::SegmentPath(uint32_t seg) const {
+  return dir_.empty() ? fmt::format("data segment {}", seg) : SegName(dir_, seg);
+}
+
+Status DataLog::Check(const DataRef& ref, std::string_view bytes) const {
+  if (!ref.has_hash || base::Hash64(bytes) == ref.hash) return Status::Ok();
+  return Status::Errorf(EIO, "{}: damaged: the {} bytes at offset {} do not match their checksum",
+                        SegmentPath(ref.segment), ref.length, ref.offset);
+}
+
 Result<DataRef> DataLog::Append(std::string_view data) {
+  if (opts_.read_only) return Status::Error(EROFS, "the Store is open read-only");
   if (data.size() > kSegmentBytes) return Status::Invalid("data log append larger than a segment");
+  if (opts_.space) LFS_TRY(opts_.space->Admit(data.size(), SpaceGuard::Use::kGrow));
   DataRef ref;
   std::shared_ptr<Segment> s;
   std::pair<uint64_t, uint64_t> kick{0, 0};  // a range of the segment to start writing back
@@ -129,7 +164,16 @@ Result<DataRef> DataLog::Append(std::string_view data) {
   while (done < data.size()) {
     ssize_t n = ::pwrite(s->fd, data.data() + done, data.size() - done, ref.offset + done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno(fmt::format("write data segment {}", ref.segment));
+    if (n <= 0) {
+      // The disk filled under us (something else wrote to it): what was written is pointed at
+      // by nothing. The reserve goes to the database, which must still record the failure's
+      // consequences (nothing) and the deletions that free space.
+      if (n < 0 && errno == ENOSPC && opts_.space) {
+        opts_.space->ReleaseReserve("the data log ran out of space");
+        errno = ENOSPC;
+      }
+      return Errno("write " + SegName(dir_, ref.segment));
+    }
     done += n;
   }
   // Start writing back what the earlier appends left behind (a hint: durability is still only
@@ -161,26 +205,36 @@ Status DataLog::Read(const DataRef& ref, char* out) {
   {
     std::lock_guard l(mu_);
     auto it = segments_.find(ref.segment);
-    if (it == segments_.end()) return Status::Errorf(EIO, "data segment {} is missing", ref.segment);
+    if (it == segments_.end()) return Status::Errorf(EIO, "{} is missing", SegmentPath(ref.segment));
     s = it->second;
     if (s->fd < 0) {
-      size_t have = ref.offset < s->mem.size() ? std::min<size_t>(ref.length, s->mem.size() - ref.offset) : 0;
-      if (have) std::memcpy(out, s->mem.data() + ref.offset, have);
-      std::memset(out + have, 0, ref.length - have);
-      return Status::Ok();
+      if (ref.offset + ref.length > s->mem.size())
+        return Status::Errorf(EIO, "{} is shorter than its records", SegmentPath(ref.segment));
+      std::memcpy(out, s->mem.data() + ref.offset, ref.length);
+      return Check(ref, std::string_view(out, ref.length));
     }
   }
   size_t done = 0;
   while (done < ref.length) {
     ssize_t n = ::pread(s->fd, out + done, ref.length - done, ref.offset + done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno(fmt::format("read data segment {}", ref.segment));
-    if (n == 0) {  // never synced before a machine crash: as ext4, unsynced data reads as zeros
-      std::memset(out + done, 0, ref.length - done);
-      break;
-    }
+    if (n < 0) return Status::Errorf(EIO, "read {}: {}", SegmentPath(ref.segment), strerror(errno));
+    // Shorter than the records pointing into it: cut short (a damaged disk or a crash before the
+    // data was synced; records are made durable only after their data, so not by a crash alone).
+    if (n == 0)
+      return Status::Errorf(EIO, "{}: damaged: it ends before offset {} that a record points at",
+                            SegmentPath(ref.segment), ref.offset + ref.length);
     done += n;
   }
+  return Check(ref, std::string_view(out, ref.length));
+}
+
+Status DataLog::ReadPart(const DataRef& ref, uint64_t from, uint64_t len, char* out) {
+  if (from + len > ref.length) return Status::Corrupt("data log: read past the end of a block");
+  if (from == 0 && len == ref.length) return Read(ref, out);
+  std::string whole(ref.length, '\0');
+  LFS_TRY(Read(ref, whole.data()));
+  std::memcpy(out, whole.data() + from, len);
   return Status::Ok();
 }
 
@@ -225,6 +279,7 @@ bool DataLog::empty() {
 }
 
 Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>& live_segments, bool wait) {
+  if (opts_.read_only) return false;
   std::unique_lock<std::shared_mutex> excl(pins_, std::defer_lock);
   // try_lock only: a waiting exclusive locker could otherwise block a shared one taken while
   // another is held (a reader pins, then waits for a writer that also pins).

@@ -13,6 +13,12 @@
 // by whoever reads from a database snapshot until it is done; Collect runs only when it can
 // take the pin lock exclusively, so it never frees a segment a reader or writer still needs.
 // Knows nothing of Workspaces: the caller says which segments are live.
+//
+// Integrity (format 4): a DataRef carries the XXH3-64 of the bytes it points at; every read of
+// such a ref reads the whole ref and checks it, so a flipped byte or a segment cut short is EIO
+// naming the segment file, never wrong bytes. Refs of format 3 carry none and are read as they
+// are. Space: appends are admitted by the SpaceGuard first (ENOSPC before a byte is written); an
+// append that fails midway leaves bytes no record points at, reclaimed with the segment.
 #pragma once
 
 #include <atomic>
@@ -31,14 +37,34 @@
 
 namespace layerfs::kv {
 
+class SpaceGuard;
+
 struct DataRef {
   uint32_t segment = 0;
   uint64_t offset = 0;
   uint32_t length = 0;
-  static constexpr size_t kEncodedSize = 16;
-  // FORMAT: u32 LE segment, u64 LE offset, u32 LE length.
+  bool has_hash = false;
+  uint64_t hash = 0;  // XXH3-64 of the `length` bytes (when has_hash)
+
+  DataRef() = default;
+  DataRef(uint32_t seg, uint64_t off, uint32_t len) : segment(seg), offset(off), length(len) {}
+  // A ref to `bytes`, as appended at seg/off, with their checksum.
+  static DataRef Of(uint32_t seg, uint64_t off, std::string_view bytes);
+
+  // FORMAT: u32 LE segment, u64 LE offset, u32 LE length; if bit 31 of the length word is set
+  // (format 4), a u64 LE XXH3-64 of the bytes follows (24 bytes in all; 16 without).
+  static constexpr uint32_t kHashFlag = 0x80000000u;
+  size_t EncodedSize() const { return has_hash ? 24 : 16; }
   void EncodeTo(std::string* dst) const;
+  // Decodes a ref at the start of `src`; *used: its encoded size. False if malformed.
+  static bool DecodePrefix(std::string_view src, DataRef* out, size_t* used);
+  // Decodes `src` holding exactly one ref.
   static bool Decode(std::string_view src, DataRef* out);
+};
+
+struct DataLogOptions {
+  SpaceGuard* space = nullptr;  // admits appends; may be null (no limit)
+  bool read_only = false;       // segments opened read-only; no append, no collection
 };
 
 class DataLog {
@@ -47,18 +73,28 @@ class DataLog {
 
   // `dir` empty: an in-memory log (tests over MemKv). Otherwise segment files NNNNNNNN.seg in
   // `dir`, created on first append.
-  static Result<std::unique_ptr<DataLog>> Open(const std::string& dir);
+  static Result<std::unique_ptr<DataLog>> Open(const std::string& dir, const DataLogOptions& opts = {});
   ~DataLog();
 
   using Pin = std::shared_lock<std::shared_mutex>;
   Pin PinSegments() { return Pin(pins_); }
 
-  // Appends `data` (at most one segment) and returns where it is. Caller holds a Pin until the
-  // record pointing here is written.
+  // Appends `data` (at most one segment) and returns where it is (a ref without checksum: the
+  // caller makes one per block with DataRef::Of). Caller holds a Pin until the record pointing
+  // here is written. ENOSPC if the SpaceGuard refuses or the disk is full (nothing is pointed at
+  // what a failed append wrote); EROFS on a read-only log.
   Result<DataRef> Append(std::string_view data);
-  // Reads ref.length bytes into out. Bytes past the end of a segment (appended but lost in a
-  // machine crash before any sync) read as zeros.
+  // Reads the ref's ref.length bytes into out, checked against its checksum if it has one. EIO
+  // naming the segment file if they differ, if the segment is shorter than the ref, or if it is
+  // missing.
   Status Read(const DataRef& ref, char* out);
+  // Bytes [from, from + len) of the block `ref`: the whole block is read (and checked), the part
+  // copied out.
+  Status ReadPart(const DataRef& ref, uint64_t from, uint64_t len, char* out);
+  // Checks `bytes` (ref.length of them, read from the ref's segment) against the ref's checksum.
+  Status Check(const DataRef& ref, std::string_view bytes) const;
+  // STORE/data/NNNNNNNN.seg of a segment ("data segment N" for an in-memory log).
+  std::string SegmentPath(uint32_t seg) const;
   // Every append so far durable.
   Status Sync();
   // The open file holding `ref`, for a caller that splices from it instead of reading; the
@@ -95,6 +131,7 @@ class DataLog {
   Status StartSegment();
 
   std::string dir_;
+  DataLogOptions opts_;
   std::shared_mutex pins_;
   std::mutex mu_;  // segments_, active_, tail_, unsynced_
   std::map<uint32_t, std::shared_ptr<Segment>> segments_;

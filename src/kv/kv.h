@@ -3,6 +3,11 @@
 // Column families partition the data by kind (see docs/format.md); a Batch applies atomically, all
 // or nothing, and with sync=true is durable on return. Implementations: RocksKv (the real one),
 // MemKv (tests) and FaultKv (a wrapper that injects failures). All are thread-safe.
+//
+// Failures: a write refused for space is ENOSPC and changes nothing. A RocksKv whose engine
+// stopped taking writes after a failed write, flush or compaction (a full disk) keeps serving
+// reads, answers writes with ENOSPC, and comes back by itself once it can (Recover(); docs/
+// design.md, "Full disks and damaged media"). Damaged data reads as EIO naming the file.
 #pragma once
 
 #include <functional>
@@ -52,11 +57,17 @@ class Batch {
   void Clear() {
     entries_.clear();
     bytes_ = 0;
+    space_exempt_ = false;
   }
+  // Admitted on a full disk, where growth is refused (kv/space_guard.h): deletions, which free
+  // space, and the small writes reading needs (materialising a directory, a sync).
+  void set_space_exempt() { space_exempt_ = true; }
+  bool space_exempt() const { return space_exempt_; }
 
  private:
   std::vector<Entry> entries_;
   size_t bytes_ = 0;
+  bool space_exempt_ = false;
 };
 
 // The patch encoding (a merge operand): offset (4 bytes, little-endian), then the bytes.
@@ -111,16 +122,39 @@ class Kv {
   // Makes every write so far durable (fsync of the write-ahead log).
   virtual Status SyncWal() = 0;
   virtual Result<CfStats> Stats(Cf cf) = 0;
+  // If the engine stopped taking writes (a failed write, flush or compaction), tries to bring it
+  // back now: Ok once writes are taken again; ENOSPC while there is no room; EBUSY while a
+  // snapshot is held. A RocksKv also tries by itself in the background.
+  virtual Status Recover() { return Status::Ok(); }
+  // Opened read-only: every write is EROFS.
+  virtual bool read_only() const { return false; }
 };
+
+class SpaceGuard;
+struct FileFaults;
 
 struct RocksOptions {
   bool create_if_missing = false;
   bool error_if_exists = false;
+  // DB::OpenForReadOnly: for reading a Store whose normal open failed (a full disk, a read-only
+  // filesystem). Writes nothing at all: no WAL replayed into tables, no obsolete file deleted,
+  // no OPTIONS file; holds an OFD read lock on db/LOCK so no writer opens the database meanwhile.
+  bool read_only = false;
   size_t block_cache_bytes = 256 << 20;
   // The mode of every file the database creates (base::StoreFileMode: 0600 unless shared).
   unsigned file_mode = 0600;
+  SpaceGuard* space = nullptr;            // admission of writes and the reserve; may be null
+  // An open that fails for lack of space releases the reserve and tries again (a daemon that
+  // must start on a full disk); off for the read-only verbs, which fall back to a read-only open.
+  bool release_reserve_to_open = true;
+  // Called before every synced write and before every flush: what the records about to become
+  // durable point at must be durable first (the data log's Sync). May be empty.
+  std::function<Status()> before_sync;
+  std::shared_ptr<FileFaults> faults;     // tests: faults in the database's files
 };
-// Opens (or creates) the RocksDB database at `path`. Fails with EBUSY if another process holds it.
+// Opens (or creates) the RocksDB database at `path`. Fails with EBUSY if another process holds
+// it; a database with damaged table files opens (reads of them are EIO) with a warning in the
+// log; ENOSPC if there is no room to open it (with opts.space, after releasing the reserve).
 Result<std::unique_ptr<Kv>> OpenRocksKv(const std::string& path, const RocksOptions& opts);
 std::unique_ptr<Kv> NewMemKv();
 

@@ -1,30 +1,43 @@
-// RocksKv: Kv on RocksDB. Tuning (docs/design.md, "Storage engine"): 64 KiB blocks compressed
-// with zstd and a per-file trained dictionary, so small records (deltas, tree listings) compress
-// together (a 16 KiB dictionary: each file stores its own, so a larger one costs more than it
-// saves); level-19 zstd at the bottom level, where history settles, and fast zstd above.
-// Universal compaction: every CLI process reopens the database and flushes the recovered WAL
-// into small files; universal compaction merges those (level compaction trivially moved
-// non-overlapping one-key files down and kept them forever, each costing a 4 KiB block) and
-// rewrites the large bottom run only on a full compaction, so commits do not stall on it.
-// No info log: its files would count against the Store's allocated bytes.
+// RocksKv: Kv on RocksDB. Tuning (docs/design.md, "Storage engine"; rocks_options.cc): 64 KiB
+// blocks compressed with zstd and a per-file trained dictionary, so small records (deltas, tree
+// listings) compress together; level-19 zstd at the bottom level, where history settles, and
+// fast zstd above. Universal compaction: every CLI process reopens the database and flushes the
+// recovered WAL into small files; universal compaction merges those and rewrites the large
+// bottom run only on a full compaction, so commits do not stall on it.
 // Three physical column families: "blobs" holds Cf::kBlobs as is, "workspace" holds
-// Cf::kWorkspace as is (tuned for live data); "default" holds every other logical family, each key prefixed with the family's byte (the Cf value), so the small families
-// share table files (each file costs a 4 KiB block plus index, filter and properties) and the
-// OPTIONS files describe two families, not six. A database made with one physical family per
-// logical one (all six names present) is opened in that layout, unprefixed.
+// Cf::kWorkspace as is (tuned for live data); "default" holds every other logical family, each
+// key prefixed with the family's byte (the Cf value), so the small families share table files
+// and the OPTIONS files describe two families, not six. A database made with one physical family
+// per logical one (all six names present) is opened in that layout, unprefixed.
+//
+// Failures (docs/design.md, "Full disks and damaged media"). This RocksDB (7.8, Debian's build,
+// assertions on) stops taking writes once a WAL append or a flush fails for space, and its own
+// ways back are unsafe here: DB::SyncWAL after a failed WAL append aborts the process on an
+// assertion, and DB::Resume keeps the failed WAL writer when no write reached the WAL since the
+// last flush, so the next write aborts the same way. So: the WAL is synced by an empty synced
+// write (which fails cleanly); RocksDB's automatic recovery is switched off; and a stopped
+// database is closed and opened again (its WAL holds every write it acknowledged; the torn
+// append at its end is dropped) as soon as no snapshot or call holds the open instance, by the
+// writer that finds it stopped or by a recovery thread. Reads go on meanwhile. If the reopen
+// fails, a read-only instance serves reads until a later attempt succeeds.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <cstdarg>
+#include <condition_variable>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
 
-#include <rocksdb/cache.h>
-#include <rocksdb/db.h>
-#include <rocksdb/filter_policy.h>
-#include <rocksdb/merge_operator.h>
-#include <rocksdb/table.h>
+#include <rocksdb/env.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/table_properties.h>
-#include <rocksdb/utilities/options_util.h>
+#include <spdlog/spdlog.h>
 
-#include "kv/rocks_private_fs.h"
 #include "kv/kv.h"
+#include "kv/rocks_internal.h"
+#include "kv/rocks_private_fs.h"
+#include "kv/space_guard.h"
 
 namespace layerfs::kv {
 
@@ -33,233 +46,341 @@ const char* CfName(Cf cf) {
   return kNames[static_cast<int>(cf)];
 }
 
-namespace {
-
-class NullLogger : public rocksdb::Logger {
- public:
-  using rocksdb::Logger::Logv;
-  void Logv(const char*, va_list) override {}
-};
+namespace rocks {
 
 Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return Status::Ok();
+  std::string msg = s.ToString();
   int code = EIO;
-  if (s.IsNoSpace()) code = ENOSPC;
-  else if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) code = EBUSY;
+  if (s.IsNoSpace() || msg.find("No space left on device") != std::string::npos) code = ENOSPC;
+  else if (msg.find("Read-only file system") != std::string::npos) code = EROFS;
+  else if (msg.find("Permission denied") != std::string::npos) code = EACCES;
+  else if (msg.find("Disk quota exceeded") != std::string::npos) code = EDQUOT;
+  else if (s.IsIOError() && msg.find("lock") != std::string::npos) code = EBUSY;
   else if (s.IsNotFound()) code = ENOENT;
   else if (s.IsInvalidArgument()) code = EINVAL;
-  return Status::Errorf(code, "{}: {}", what, s.ToString());
+  return Status::Errorf(code, "{}: {}", what, msg);
 }
+
+}  // namespace rocks
+
+namespace {
+
+using rocks::FromRocks;
+
+// One open instance of the database. A recovery replaces it; calls in flight and snapshots keep
+// the instance they started on, which closes when the last of them lets go.
+struct Db {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  bool read_only = false;
+  ~Db() {
+    if (!db) return;
+    for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+    (void)db->Close();
+  }
+};
 
 class RocksSnapshot : public Snapshot {
  public:
-  RocksSnapshot(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
-  ~RocksSnapshot() override { db_->ReleaseSnapshot(snap_); }
+  explicit RocksSnapshot(std::shared_ptr<Db> d) : d_(std::move(d)), snap_(d_->db->GetSnapshot()) {}
+  ~RocksSnapshot() override { d_->db->ReleaseSnapshot(snap_); }
   const rocksdb::Snapshot* get() const { return snap_; }
+  const std::shared_ptr<Db>& db() const { return d_; }
 
  private:
-  rocksdb::DB* db_;
+  std::shared_ptr<Db> d_;
   const rocksdb::Snapshot* snap_;
 };
 
-// Batch::Patch on the workspace family: operands are EncodePatch() ranges applied in order over
-// the existing value (absent = empty). FORMAT: the name is persisted with the family's options.
-class PatchOperator : public rocksdb::MergeOperator {
- public:
-  bool FullMergeV2(const MergeOperationInput& in, MergeOperationOutput* out) const override {
-    std::string v = in.existing_value ? in.existing_value->ToString() : std::string();
-    for (const auto& op : in.operand_list) {
-      if (!ApplyPatch(std::string_view(op.data(), op.size()), &v)) return false;  // Corruption
-    }
-    out->new_value = std::move(v);
-    return true;
+const char* ReasonName(rocksdb::BackgroundErrorReason r) {
+  switch (r) {
+    case rocksdb::BackgroundErrorReason::kFlush: return "flush";
+    case rocksdb::BackgroundErrorReason::kCompaction: return "compaction";
+    case rocksdb::BackgroundErrorReason::kWriteCallback: return "write";
+    case rocksdb::BackgroundErrorReason::kMemTable: return "memtable";
+    case rocksdb::BackgroundErrorReason::kManifestWrite: return "manifest write";
+    case rocksdb::BackgroundErrorReason::kFlushNoWAL: return "flush";
+    case rocksdb::BackgroundErrorReason::kManifestWriteNoWAL: return "manifest write";
   }
-  const char* Name() const override { return "layerfs.patch"; }
+  return "background work";
+}
+
+// What the listener reports to: outlives every Db (the Kv and each instance hold it).
+struct Health {
+  // What stopped the engine decides the way back: a failed compaction only paused background
+  // work (its own tables are intact: DB::Resume clears it, safely); anything else (a failed WAL
+  // append, flush or MANIFEST write) needs the reopen.
+  enum Kind : int { kNone = 0, kCompaction = 1, kOther = 2 };
+  std::atomic<bool> stopped{false};
+  std::atomic<bool> no_space{false};
+  std::atomic<int> kind{kNone};
+  std::mutex mu;
+  std::string why;  // guarded by mu
+  std::function<void()> on_stop;  // set once before the first open; not called once closing
+  std::atomic<bool> closing{false};
+  void Stop(const std::string& what, bool space, Kind k) {
+    {
+      std::lock_guard l(mu);
+      why = what;
+    }
+    no_space = space;
+    // The worse of the two wins until the engine is back.
+    int cur = kind.load();
+    while (cur < k && !kind.compare_exchange_weak(cur, k)) {
+    }
+    bool was = stopped.exchange(true);
+    if (!was)
+      spdlog::error("database: {}; {}", what,
+                    k == kCompaction ? "background work paused" : "writes fail until it is reopened");
+    if (on_stop && !closing) on_stop();
+  }
+  std::string Why() {
+    std::lock_guard l(mu);
+    return why;
+  }
 };
 
-// In the merged layout, cf == kMeta stands for the shared family.
-rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cache>& cache) {
-  rocksdb::ColumnFamilyOptions o;
-  rocksdb::BlockBasedTableOptions t;
-  t.block_cache = cache;
-  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  t.format_version = 5;
-  // XXH3 block checksums: this RocksDB build computes crc32c in software (10% of the daemon's
-  // CPU in a profile of a sequential write). Each table records its checksum type, so tables
-  // written before stay readable.
-  t.checksum = rocksdb::kXXH3;
-  bool history = cf == Cf::kBlobs || cf == Cf::kTrees || cf == Cf::kCommits || cf == Cf::kMeta;
-  t.block_size = history ? 64 << 10 : 16 << 10;
-  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-  o.compression = rocksdb::kZSTD;
-  o.compression_opts.level = history ? 9 : 3;
-  if (history) {
-    o.compression_opts.max_dict_bytes = 16 << 10;
-    o.compression_opts.zstd_max_train_bytes = 4 << 20;
-    // A table buffers this much before training its dictionary, then compresses the buffer in
-    // one go that a shutdown cannot interrupt: at level 19, incompressible data compresses at
-    // ~2.5 MB/s here, so 64 MiB held a daemon's exit for ~25 s. Training samples at most 16 MiB.
-    o.compression_opts.max_dict_buffer_bytes = 8 << 20;
-    o.bottommost_compression = rocksdb::kZSTD;
-    o.bottommost_compression_opts = o.compression_opts;
-    o.bottommost_compression_opts.level = 19;
-    o.bottommost_compression_opts.enabled = true;
-    // At the bottom (the bulk of a Store), a larger dictionary: measured on 157 npm eslint
-    // releases (bench/dsh-dedup, the Store recompacted by gc), 16 KiB -> 4.50 MB, 64 KiB -> 4.29,
-    // 112 KiB -> 4.24, 160 KiB -> 4.22, 256 KiB -> 4.24 (each table stores its dictionary).
-    // Upper levels keep 16 KiB: their tables are small, and a dictionary may be as large as the
-    // data it was trained on. Reads are unchanged (one dictionary per table, cached with it).
-    o.bottommost_compression_opts.max_dict_bytes = 112 << 10;
-    o.bottommost_compression_opts.zstd_max_train_bytes = 16 << 20;
+class Listener : public rocksdb::EventListener {
+ public:
+  Listener(std::shared_ptr<Health> h, std::function<Status()> before_sync)
+      : health_(std::move(h)), before_sync_(std::move(before_sync)) {}
+  // A flush makes the memtable's records durable: what they point at must be first.
+  void OnFlushBegin(rocksdb::DB*, const rocksdb::FlushJobInfo&) override {
+    if (!before_sync_) return;
+    Status s = before_sync_();
+    if (!s.ok()) spdlog::error("database: before a flush: {}", s.message());
   }
-  if (cf == Cf::kWorkspace) {
-    // Live file data: written often, folded into history and deleted at the next commit. Not
-    // compressed (LZ4 cost the flushes, compactions and every cold read CPU for data that lives
-    // until the next commit); compacted when the daemon closes the Store, so a closed Store keeps
-    // no dead blocks (blob files were tried: dead ones outlived their data and inflated the Store).
-    o.compression = rocksdb::kNoCompression;
-    o.level_compaction_dynamic_level_bytes = true;
-    o.write_buffer_size = 64 << 20;
-    o.target_file_size_base = 64 << 20;
-    // Small writes are patches (merges); a block patched this often in the memtable is folded
-    // into one value there, so reads never apply long operand lists.
-    o.merge_operator = std::make_shared<PatchOperator>();
-    o.max_successive_merges = 32;
-    return o;
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* bg_error) override {
+    if (!bg_error || bg_error->ok()) return;
+    bool space = bg_error->IsNoSpace() || bg_error->ToString().find("No space") != std::string::npos;
+    health_->Stop(fmt::format("{} failed: {}", ReasonName(reason), bg_error->ToString()), space,
+                  reason == rocksdb::BackgroundErrorReason::kCompaction ? Health::kCompaction : Health::kOther);
   }
-  o.compaction_style = rocksdb::kCompactionStyleUniversal;
-  o.compaction_options_universal.allow_trivial_move = false;
-  o.level0_file_num_compaction_trigger = 4;
-  o.write_buffer_size = 64 << 20;
-  o.target_file_size_base = 64 << 20;
-  return o;
-}
+  // RocksDB's own recovery (DB::Resume, from its file manager's polling) is unsafe on this
+  // build (above): the Kv reopens instead.
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status, bool* auto_recovery) override {
+    if (auto_recovery) *auto_recovery = false;
+  }
+
+ private:
+  std::shared_ptr<Health> health_;
+  std::function<Status()> before_sync_;
+};
 
 class RocksKv : public Kv {
  public:
   ~RocksKv() override {
-    if (!db_) return;  // Open failed
+    health_->closing = true;  // an instance a stray snapshot keeps open must not call back here
+    {
+      std::lock_guard l(rec_mu_);
+      rec_stop_ = true;
+    }
+    rec_cv_.notify_all();
+    if (rec_thread_.joinable()) rec_thread_.join();
+    if (opts_.space) opts_.space->SetPendingBytes(nullptr);
+    auto d = Use();
     // Flush so the WAL is obsolete and deleted: the next open has nothing to recover, and the
-    // closed Store holds no copy of its recent writes in an uncompressed log.
-    (void)Flush();
-    for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
-    (void)db_->Close();
+    // closed Store holds no copy of its recent writes in an uncompressed log. Skipped when there
+    // is no room: the WAL keeps the writes, and the next open replays it.
+    if (d && !d->read_only && !health_->stopped) {
+      Status s = Flush();
+      if (!s.ok() && s.code() != ENOSPC) spdlog::warn("database: flush at close: {}", s.message());
+    }
+    d.reset();
+    {
+      std::lock_guard l(db_mu_);
+      db_.reset();
+    }
+    if (lock_fd_ >= 0) ::close(lock_fd_);
   }
 
   static Result<std::unique_ptr<Kv>> Open(const std::string& path, const RocksOptions& ro) {
     auto kv = std::unique_ptr<RocksKv>(new RocksKv());
-    auto cache = rocksdb::NewLRUCache(ro.block_cache_bytes);
-    rocksdb::DBOptions dbo;
-    dbo.create_if_missing = ro.create_if_missing;
-    dbo.error_if_exists = ro.error_if_exists;
-    dbo.create_missing_column_families = true;
-    // One flush and up to three compactions: the workspace family's compaction at daemon exit
-    // need not queue behind a long level-19 compaction of history (nor a flush behind either).
-    dbo.max_background_jobs = 4;
-    dbo.keep_log_file_num = 3;
-    dbo.max_manifest_file_size = 4 << 20;
-    dbo.recycle_log_file_num = 0;
-    // Preallocation would count as allocated bytes the Store does not use.
-    dbo.allow_fallocate = false;
-    dbo.max_log_file_size = 1 << 20;
-    dbo.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-    dbo.info_log = std::make_shared<NullLogger>();
-    // Table, log and manifest files in the Store's mode (RocksDB would make them 0644).
-    kv->env_ = rocksdb::NewCompositeEnv(PrivateFileSystem(rocksdb::FileSystem::Default(), ro.file_mode));
-    dbo.env = kv->env_.get();
+    kv->path_ = path;
+    kv->opts_ = ro;
+    kv->cache_ = rocksdb::NewLRUCache(ro.block_cache_bytes);
+    // Table, log and manifest files in the Store's mode (RocksDB would make them 0644); the tests'
+    // faults below that.
+    std::shared_ptr<rocksdb::FileSystem> fs =
+        ro.faults ? rocks::FaultFileSystem(ro.faults) : rocksdb::FileSystem::Default();
+    kv->env_ = rocksdb::NewCompositeEnv(PrivateFileSystem(std::move(fs), ro.file_mode));
+    RocksKv* raw = kv.get();
+    kv->health_->on_stop = [raw] { raw->WakeRecovery(); };
     std::vector<std::string> existing;
     (void)rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &existing);
     kv->legacy_ = std::find(existing.begin(), existing.end(), CfName(Cf::kTrees)) != existing.end();
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-    if (kv->legacy_) {
-      for (int i = 0; i < kNumCfs; i++)
-        cfs.emplace_back(CfName(static_cast<Cf>(i)), CfOptions(static_cast<Cf>(i), cache));
-    } else {
-      cfs.emplace_back(CfName(Cf::kMeta), CfOptions(Cf::kMeta, cache));
-      cfs.emplace_back(CfName(Cf::kBlobs), CfOptions(Cf::kBlobs, cache));
-      cfs.emplace_back(CfName(Cf::kWorkspace), CfOptions(Cf::kWorkspace, cache));
+    if (ro.read_only) LFS_TRY(kv->LockForReading());
+    rocksdb::Status rs;
+    auto d = kv->OpenDb(ro.read_only, &rs);
+    if (!d && rs.IsCorruption()) {
+      // A damaged table file (truncated, a bad footer) fails the paranoid open; without the
+      // checks the database opens and only reads of that file fail (EIO naming it).
+      spdlog::warn("database {}: {}; opened without paranoid checks: reads of the damaged file fail", path,
+                   rs.ToString());
+      kv->paranoid_ = false;
+      d = kv->OpenDb(ro.read_only, &rs);
     }
-    rocksdb::DB* db = nullptr;
-    auto s = rocksdb::DB::Open(dbo, path, cfs, &kv->handles_, &db);
-    if (!s.ok()) return FromRocks(s, "open database " + path);
-    kv->db_.reset(db);
+    if (!d && !ro.read_only && ro.space && ro.release_reserve_to_open && FromRocks(rs, "").code() == ENOSPC &&
+        ro.space->reserve_held()) {
+      ro.space->ReleaseReserve("the database could not open for lack of space");
+      d = kv->OpenDb(false, &rs);
+    }
+    if (!d) return FromRocks(rs, "open database " + path);
+    kv->db_ = std::move(d);
+    if (ro.space && !ro.read_only) ro.space->SetPendingBytes([raw] { return raw->PendingBytes(); });
     return std::unique_ptr<Kv>(std::move(kv));
   }
 
+  bool read_only() const override { return opts_.read_only; }
+
   Result<std::optional<std::string>> Get(Cf cf, std::string_view key, const Snapshot* snap) override {
+    auto d = snap ? static_cast<const RocksSnapshot*>(snap)->db() : Use();
+    if (!d) return Unavailable();
     rocksdb::ReadOptions ro;
     if (snap) ro.snapshot = static_cast<const RocksSnapshot*>(snap)->get();
     std::string v;
-    std::string pk = Key(cf, key);
-    auto s = db_->Get(ro, h(cf), pk, &v);
+    auto s = d->db->Get(ro, h(*d, cf), Key(cf, key), &v);
     if (s.IsNotFound()) return std::optional<std::string>();
     if (!s.ok()) return FromRocks(s, "read");
     return std::optional<std::string>(std::move(v));
   }
 
   Status Write(const Batch& batch, bool sync) override {
-    rocksdb::WriteBatch wb;
-    for (const auto& e : batch.entries()) {
-      rocksdb::Status s;
-      switch (e.op) {
-        case Batch::Op::kPut: s = wb.Put(h(e.cf), Key(e.cf, e.key), e.value); break;
-        case Batch::Op::kDelete: s = wb.Delete(h(e.cf), Key(e.cf, e.key)); break;
-        case Batch::Op::kDeleteRange: s = wb.DeleteRange(h(e.cf), Key(e.cf, e.key), End(e.cf, e.value)); break;
-        case Batch::Op::kPatch:
-          LFS_TRY(CheckPatch(e.cf, e.value));
-          s = wb.Merge(h(e.cf), Key(e.cf, e.key), e.value);
-          break;
-      }
-      if (!s.ok()) return FromRocks(s, "batch");
+    if (opts_.read_only) return Status::Error(EROFS, "the Store is open read-only");
+    for (const auto& e : batch.entries())
+      if (e.op == Batch::Op::kPatch) LFS_TRY(CheckPatch(e.cf, e.value));
+    if (opts_.space) {
+      const uint64_t bytes = batch.ApproximateBytes();
+      auto use = batch.space_exempt()            ? SpaceGuard::Use::kFree
+                 : bytes < SpaceGuard::kSmallBytes ? SpaceGuard::Use::kSmall
+                                                   : SpaceGuard::Use::kGrow;
+      // The WAL now, a table at the flush: twice the batch.
+      LFS_TRY(opts_.space->Admit(2 * bytes, use));
     }
-    rocksdb::WriteOptions wo;
-    wo.sync = sync;
-    return FromRocks(db_->Write(wo, &wb), "write");
+    for (int attempt = 0;; attempt++) {
+      if (health_->stopped) (void)Recover();
+      auto d = Use();
+      if (!d || d->read_only || health_->stopped) return StoppedStatus();
+      rocksdb::WriteBatch wb;
+      for (const auto& e : batch.entries()) {
+        rocksdb::Status s;
+        switch (e.op) {
+          case Batch::Op::kPut: s = wb.Put(h(*d, e.cf), Key(e.cf, e.key), e.value); break;
+          case Batch::Op::kDelete: s = wb.Delete(h(*d, e.cf), Key(e.cf, e.key)); break;
+          case Batch::Op::kDeleteRange:
+            s = wb.DeleteRange(h(*d, e.cf), Key(e.cf, e.key), End(e.cf, e.value));
+            break;
+          case Batch::Op::kPatch: s = wb.Merge(h(*d, e.cf), Key(e.cf, e.key), e.value); break;
+        }
+        if (!s.ok()) return FromRocks(s, "batch");
+      }
+      if (sync && opts_.before_sync) LFS_TRY(opts_.before_sync());
+      rocksdb::WriteOptions wo;
+      wo.sync = sync;
+      // Cleared before a synced write: a write that completes after this point sets it again.
+      if (sync) unsynced_ = false;
+      rocksdb::Status s;
+      {
+        std::shared_lock wl(write_mu_);
+        s = d->db->Write(wo, &wb);
+      }
+      if (s.ok()) {
+        if (!sync) unsynced_ = true;
+        return Status::Ok();
+      }
+      if (sync) unsynced_ = true;
+      // This very write stopped the engine (its WAL append failed): nothing of it is applied,
+      // and its torn bytes at the end of the WAL are dropped when the database reopens. Reopen
+      // and try once more (a write applied twice is the same write).
+      if (attempt == 0 && health_->stopped) continue;
+      return FromRocks(s, "write");
+    }
   }
 
   Status Scan(Cf cf, std::string_view begin, std::string_view end,
-              const std::function<bool(std::string_view, std::string_view)>& fn,
-              const Snapshot* snap) override {
+              const std::function<bool(std::string_view, std::string_view)>& fn, const Snapshot* snap) override {
     return ScanWith(cf, begin, end, fn, snap, true);
   }
 
   Status ScanOnce(Cf cf, std::string_view begin, std::string_view end,
-                  const std::function<bool(std::string_view, std::string_view)>& fn,
-                  const Snapshot* snap) override {
+                  const std::function<bool(std::string_view, std::string_view)>& fn, const Snapshot* snap) override {
     return ScanWith(cf, begin, end, fn, snap, false);
   }
 
   std::shared_ptr<const Snapshot> GetSnapshot() override {
-    return std::make_shared<RocksSnapshot>(db_.get());
+    auto d = Use();
+    if (!d) return nullptr;
+    return std::make_shared<RocksSnapshot>(std::move(d));
   }
 
   Status Flush() override {
+    auto d = Use();
+    if (!d) return Unavailable();
+    if (opts_.read_only) return Status::Ok();  // nothing of this process to flush
+    if (d->read_only || health_->stopped) return StoppedStatus();
+    if (opts_.space) {
+      uint64_t pending = PendingBytes(), free = opts_.space->FreeBytes();
+      if (free < pending + (1 << 20))
+        return Status::Errorf(ENOSPC, "no space to flush the database's memtables ({:.1f} MiB, {:.1f} MiB free)",
+                              pending / 1048576.0, free / 1048576.0);
+    }
     rocksdb::FlushOptions fo;
-    for (auto* hd : handles_) LFS_TRY(FromRocks(db_->Flush(fo, hd), "flush"));
+    for (auto* hd : d->handles) LFS_TRY(FromRocks(d->db->Flush(fo, hd), "flush"));
     return Status::Ok();
   }
 
-  Status SyncWal() override { return FromRocks(db_->SyncWAL(), "sync"); }
+  // Makes the writes so far durable. DB::SyncWAL aborts the process on an assertion in this
+  // build if called after a failed WAL append, so it runs only with no write in flight (the
+  // write lock) and the engine healthy: a failed append stops the engine (the listener) before
+  // its Write returns. It needs no room: the WAL's bytes are written already. Nothing to do if
+  // no write came since the last sync.
+  Status SyncWal() override {
+    if (opts_.read_only) return Status::Ok();
+    if (health_->stopped) (void)Recover();
+    auto d = Use();
+    if (!d || d->read_only || health_->stopped) return StoppedStatus();
+    if (!unsynced_.exchange(false)) return Status::Ok();
+    Status st;
+    if (opts_.before_sync) st = opts_.before_sync();
+    if (st.ok()) {
+      std::unique_lock wl(write_mu_);
+      st = health_->stopped ? StoppedStatus() : FromRocks(d->db->SyncWAL(), "sync");
+    }
+    if (!st.ok()) unsynced_ = true;
+    return st;
+  }
 
   Status Compact(Cf cf) override {
+    auto d = Use();
+    if (!d) return Unavailable();
+    if (d->read_only || health_->stopped) return StoppedStatus();
+    LFS_TRY(RoomToCompact(*d, h(*d, cf)));
     rocksdb::CompactRangeOptions co;
     co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
     co.exclusive_manual_compaction = false;  // runs beside automatic compactions of other families
-    LFS_TRY(FromRocks(db_->Flush(rocksdb::FlushOptions(), h(cf)), "flush"));
-    return FromRocks(db_->CompactRange(co, h(cf), nullptr, nullptr), "compact");
+    LFS_TRY(FromRocks(d->db->Flush(rocksdb::FlushOptions(), h(*d, cf)), "flush"));
+    return FromRocks(d->db->CompactRange(co, h(*d, cf), nullptr, nullptr), "compact");
   }
 
   Status CompactAll() override {
     LFS_TRY(Flush());
+    auto d = Use();
+    if (!d) return Unavailable();
     rocksdb::CompactRangeOptions co;
     co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-    for (auto* hd : handles_) LFS_TRY(FromRocks(db_->CompactRange(co, hd, nullptr, nullptr), "compact"));
+    for (auto* hd : d->handles) {
+      LFS_TRY(RoomToCompact(*d, hd));
+      LFS_TRY(FromRocks(d->db->CompactRange(co, hd, nullptr, nullptr), "compact"));
+    }
     return Status::Ok();
   }
 
   Result<CfStats> Stats(Cf cf) override {
+    auto d = Use();
+    if (!d) return Unavailable();
     rocksdb::TablePropertiesCollection props;
-    LFS_TRY(FromRocks(db_->GetPropertiesOfAllTables(h(cf), &props), "table properties"));
+    LFS_TRY(FromRocks(d->db->GetPropertiesOfAllTables(h(*d, cf), &props), "table properties"));
     CfStats st;
     for (const auto& [file, p] : props) {
       st.data_bytes += p->data_size;
@@ -268,16 +389,13 @@ class RocksKv : public Kv {
       st.raw_key_bytes += p->raw_key_size;
       st.raw_value_bytes += p->raw_value_size;
     }
-    std::vector<rocksdb::LiveFileMetaData> files;
-    db_->GetLiveFilesMetaData(&files);
-    for (const auto& f : files)
-      if (f.column_family_name == h(cf)->GetName()) st.sst_file_bytes += f.size;
+    st.sst_file_bytes = FamilyBytes(*d, h(*d, cf));
     if (!Prefixed(cf)) return st;
     // The shared family's tables hold several logical families: each gets the share of the table
     // figures that its live records' raw bytes make of all of them (kMeta takes the rounding
     // remainder, so the shares add up to the tables' figures).
     uint64_t raw[kNumCfs] = {}, keys[kNumCfs] = {}, n[kNumCfs] = {};
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), h(cf)));
+    std::unique_ptr<rocksdb::Iterator> it(d->db->NewIterator(rocksdb::ReadOptions(), h(*d, cf)));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       auto k = it->key();
       uint8_t f = k.empty() ? 0 : static_cast<uint8_t>(k[0]);
@@ -309,11 +427,204 @@ class RocksKv : public Kv {
     return st;
   }
 
+  // Brings a stopped engine back. After a failed compaction: DB::Resume, which in that case only
+  // clears the error (no flush, no WAL), and automatic compactions pause until the filesystem
+  // has room again. Otherwise: closes the stopped instance and opens the database again, if
+  // nothing holds the instance (a call in flight or a snapshot: EBUSY, try later); a reopen that
+  // fails leaves a read-only instance, so reads go on.
+  Status Recover() override {
+    if (!health_->stopped) return Status::Ok();
+    std::lock_guard rl(reopen_mu_);
+    if (!health_->stopped) return Status::Ok();
+    if (health_->kind == Health::kCompaction) {
+      auto d = Use();
+      if (d && !d->read_only) {
+        PauseCompactions(*d, true);
+        health_->stopped = false;
+        health_->kind = Health::kNone;
+        auto rs = d->db->Resume();
+        if (rs.ok()) {
+          spdlog::info("database: resumed after the failed compaction; automatic compactions wait for room");
+          return Status::Ok();
+        }
+        health_->Stop("resume after a failed compaction: " + rs.ToString(), health_->no_space, Health::kOther);
+      }
+    }
+    // The reserve first (lock order: the guard's lock before db_mu_): room for the new MANIFEST,
+    // OPTIONS file and WAL.
+    if (opts_.space && health_->no_space) opts_.space->ReleaseReserve("the database ran out of space");
+    std::unique_lock l(db_mu_);
+    if (db_ && db_.use_count() > 1) return Status::Error(EBUSY, "the database is in use; it reopens once released");
+    const auto t0 = std::chrono::steady_clock::now();
+    db_.reset();  // closes it: its WAL keeps every acknowledged write
+    health_->stopped = false;
+    health_->kind = Health::kNone;
+    rocksdb::Status rs;
+    auto d = OpenDb(false, &rs);
+    if (d) {
+      if (paused_) PauseCompactions(*d, true);
+      db_ = std::move(d);
+      health_->no_space = false;
+      unsynced_ = true;
+      spdlog::info("database: reopened after the failure in {} ms; writes are taken again",
+                   std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+      return Status::Ok();
+    }
+    Status st = FromRocks(rs, "reopen database");
+    health_->stopped = true;
+    health_->kind = Health::kOther;
+    {
+      std::lock_guard hl(health_->mu);
+      health_->why = st.message();
+    }
+    health_->no_space = st.code() == ENOSPC;
+    rocksdb::Status ro_rs;
+    db_ = OpenDb(true, &ro_rs);  // reads go on; null if even that fails
+    if (!db_) spdlog::error("database: {}; read-only open failed too: {}", st.message(), ro_rs.ToString());
+    return st;
+  }
+
  private:
-  // Scan and ScanOnce: `fill_cache` off leaves RocksDB's block cache as it was.
+  RocksKv() : health_(std::make_shared<Health>()) {}
+
+  std::shared_ptr<Db> Use() {
+    std::lock_guard l(db_mu_);
+    return db_;
+  }
+
+  Status Unavailable() {
+    return Status::Errorf(EIO, "database unavailable: {}", health_->Why());
+  }
+
+  Status StoppedStatus() {
+    if (opts_.read_only) return Status::Error(EROFS, "the Store is open read-only");
+    return Status::Errorf(health_->no_space ? ENOSPC : EIO, "database stopped taking writes ({}); it reopens once it can",
+                          health_->Why());
+  }
+
+  // Opens an instance (read-only: OpenForReadOnly). Null with *rs set on failure.
+  std::shared_ptr<Db> OpenDb(bool read_only, rocksdb::Status* rs) {
+    rocksdb::DBOptions dbo = rocks::DbOptions();
+    dbo.create_if_missing = opts_.create_if_missing && !read_only;
+    dbo.error_if_exists = opts_.error_if_exists && !read_only;
+    dbo.paranoid_checks = paranoid_;
+    if (env_) dbo.env = env_.get();
+    if (!read_only) dbo.listeners.push_back(std::make_shared<Listener>(health_, opts_.before_sync));
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+    if (legacy_) {
+      for (int i = 0; i < kNumCfs; i++)
+        cfs.emplace_back(CfName(static_cast<Cf>(i)), rocks::CfOptions(static_cast<Cf>(i), cache_));
+    } else {
+      cfs.emplace_back(CfName(Cf::kMeta), rocks::CfOptions(Cf::kMeta, cache_));
+      cfs.emplace_back(CfName(Cf::kBlobs), rocks::CfOptions(Cf::kBlobs, cache_));
+      cfs.emplace_back(CfName(Cf::kWorkspace), rocks::CfOptions(Cf::kWorkspace, cache_));
+    }
+    auto d = std::make_shared<Db>();
+    d->read_only = read_only;
+    rocksdb::DB* db = nullptr;
+    *rs = read_only ? rocksdb::DB::OpenForReadOnly(dbo, path_, cfs, &d->handles, &db)
+                    : rocksdb::DB::Open(dbo, path_, cfs, &d->handles, &db);
+    if (!rs->ok()) return nullptr;
+    d->db.reset(db);
+    return d;
+  }
+
+  // A read-only open takes no lock of RocksDB's: an OFD read lock on its LOCK file keeps a
+  // writer (whose open takes a write lock there) out while this process reads.
+  Status LockForReading() {
+    lock_fd_ = ::open((path_ + "/LOCK").c_str(), O_RDONLY | O_CLOEXEC);
+    if (lock_fd_ < 0) return Status::Ok();  // nothing to lock: no writer has ever opened it
+    struct flock fl {};
+    fl.l_type = F_RDLCK;
+    fl.l_whence = SEEK_SET;
+    if (fcntl(lock_fd_, F_OFD_SETLK, &fl) != 0)
+      return Status::Errorf(EBUSY, "open database {}: in use by another process", path_);
+    return Status::Ok();
+  }
+
+  uint64_t PendingBytes() {
+    auto d = Use();
+    if (!d || d->read_only) return 0;
+    uint64_t v = 0;
+    if (!d->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &v)) return 0;
+    return v;
+  }
+
+  uint64_t FamilyBytes(Db& d, rocksdb::ColumnFamilyHandle* hd) {
+    std::vector<rocksdb::LiveFileMetaData> files;
+    d.db->GetLiveFilesMetaData(&files);
+    uint64_t n = 0;
+    for (const auto& f : files)
+      if (f.column_family_name == hd->GetName()) n += f.size;
+    return n;
+  }
+
+  // A full compaction of a family writes its tables anew before it deletes the old ones.
+  Status RoomToCompact(Db& d, rocksdb::ColumnFamilyHandle* hd) {
+    if (!opts_.space) return Status::Ok();
+    uint64_t need = FamilyBytes(d, hd) + PendingBytes() + opts_.space->options().floor_bytes / 2;
+    uint64_t free = opts_.space->FreeBytes();
+    if (free >= need) return Status::Ok();
+    return Status::Errorf(ENOSPC, "no space to compact the {} family: it needs {:.1f} MiB, {:.1f} MiB free",
+                          hd->GetName(), need / 1048576.0, free / 1048576.0);
+  }
+
+  // Automatic compactions off (or back on) in every family. Off after a compaction failed for
+  // space, so it is not retried every second into the same wall: until the filesystem has the
+  // floor's worth more room than it had then (RecoveryLoop checks). Write stalls that wait on
+  // compactions are off with them, so writers are never held up by the pause.
+  void PauseCompactions(Db& d, bool pause) {
+    for (auto* hd : d.handles)
+      (void)d.db->SetOptions(hd, {{"disable_auto_compactions", pause ? "true" : "false"}});
+    if (pause && !paused_.exchange(true)) {
+      paused_free_ = opts_.space ? opts_.space->FreeBytes() : 0;
+      WakeRecovery();
+    }
+    if (!pause) paused_ = false;
+  }
+
+  void WakeRecovery() {
+    std::lock_guard l(rec_mu_);
+    if (rec_stop_) return;
+    if (!rec_thread_.joinable()) rec_thread_ = std::thread([this] { RecoveryLoop(); });
+    rec_cv_.notify_all();
+  }
+
+  // Retries Recover with a backoff while the engine is stopped (writers also retry as they come),
+  // and turns automatic compactions back on once there is room for them.
+  void RecoveryLoop() {
+    std::unique_lock l(rec_mu_);
+    auto delay = std::chrono::milliseconds(50);
+    while (!rec_stop_) {
+      if (!health_->stopped && !paused_) {
+        delay = std::chrono::milliseconds(50);
+        rec_cv_.wait(l, [&] { return rec_stop_ || health_->stopped.load() || paused_.load(); });
+        continue;
+      }
+      rec_cv_.wait_for(l, health_->stopped ? delay : std::chrono::milliseconds(1000), [&] { return rec_stop_; });
+      if (rec_stop_) break;
+      l.unlock();
+      if (health_->stopped) {
+        Status s = Recover();
+        if (!s.ok()) delay = std::min(delay * 2, std::chrono::milliseconds(2000));
+      } else if (paused_) {
+        uint64_t free = opts_.space ? opts_.space->FreeBytes() : UINT64_MAX;
+        uint64_t want = paused_free_ + (opts_.space ? opts_.space->options().floor_bytes : 0);
+        auto d = Use();
+        if (free >= want && d && !d->read_only) {
+          PauseCompactions(*d, false);
+          spdlog::info("database: {:.1f} MiB free: automatic compactions resumed", free / 1048576.0);
+        }
+      }
+      l.lock();
+    }
+  }
+
   Status ScanWith(Cf cf, std::string_view begin, std::string_view end,
-                  const std::function<bool(std::string_view, std::string_view)>& fn,
-                  const Snapshot* snap, bool fill_cache) {
+                  const std::function<bool(std::string_view, std::string_view)>& fn, const Snapshot* snap,
+                  bool fill_cache) {
+    auto d = snap ? static_cast<const RocksSnapshot*>(snap)->db() : Use();
+    if (!d) return Unavailable();
     rocksdb::ReadOptions ro;
     ro.fill_cache = fill_cache;
     if (snap) ro.snapshot = static_cast<const RocksSnapshot*>(snap)->get();
@@ -321,7 +632,7 @@ class RocksKv : public Kv {
     rocksdb::Slice upper(hi);
     if (!hi.empty()) ro.iterate_upper_bound = &upper;
     size_t strip = Prefixed(cf) ? 1 : 0;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, h(cf)));
+    std::unique_ptr<rocksdb::Iterator> it(d->db->NewIterator(ro, h(*d, cf)));
     for (it->Seek(lo); it->Valid(); it->Next()) {
       auto k = it->key(), v = it->value();
       if (!fn(std::string_view(k.data() + strip, k.size() - strip), std::string_view(v.data(), v.size()))) break;
@@ -329,11 +640,10 @@ class RocksKv : public Kv {
     return FromRocks(it->status(), "scan");
   }
 
-  RocksKv() = default;
   bool Prefixed(Cf cf) const { return !legacy_ && cf != Cf::kBlobs && cf != Cf::kWorkspace; }
-  rocksdb::ColumnFamilyHandle* h(Cf cf) {
-    if (legacy_) return handles_[static_cast<int>(cf)];
-    return handles_[cf == Cf::kBlobs ? 1 : cf == Cf::kWorkspace ? 2 : 0];
+  rocksdb::ColumnFamilyHandle* h(const Db& d, Cf cf) const {
+    if (legacy_) return d.handles[static_cast<int>(cf)];
+    return d.handles[cf == Cf::kBlobs ? 1 : cf == Cf::kWorkspace ? 2 : 0];
   }
   // The physical key of a logical one.
   std::string Key(Cf cf, std::string_view key) const {
@@ -347,10 +657,28 @@ class RocksKv : public Kv {
     if (!end.empty() || !Prefixed(cf)) return Key(cf, end);
     return std::string(1, static_cast<char>(static_cast<uint8_t>(cf) + 1));
   }
+
+  std::string path_;
+  RocksOptions opts_;
+  std::shared_ptr<rocksdb::Cache> cache_;
+  std::unique_ptr<rocksdb::Env> env_;  // the Store-mode file system (and the tests' faults); outlives db_
   bool legacy_ = false;
-  std::unique_ptr<rocksdb::Env> env_;  // outlives db_
-  std::unique_ptr<rocksdb::DB> db_;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  bool paranoid_ = true;
+  int lock_fd_ = -1;
+  std::shared_ptr<Health> health_;
+  // Writes hold it shared while RocksDB writes; SyncWal exclusively, so it never syncs a WAL
+  // whose append just failed (above).
+  std::shared_mutex write_mu_;
+  std::atomic<bool> unsynced_{true};  // a write came since the last sync
+  std::mutex reopen_mu_;  // one Recover at a time; lock order: before db_mu_
+  std::mutex db_mu_;      // guards db_ (the pointer, not the instance)
+  std::shared_ptr<Db> db_;
+  std::atomic<bool> paused_{false};  // automatic compactions paused (PauseCompactions)
+  std::atomic<uint64_t> paused_free_{0};
+  std::mutex rec_mu_;  // the recovery thread
+  std::condition_variable rec_cv_;
+  bool rec_stop_ = false;
+  std::thread rec_thread_;
 };
 
 }  // namespace

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
 #include "history/keys.h"
 #include "history/store_impl.h"
+#include "kv/space_guard.h"
 #include "objects/tree.h"
 #include "workspace/workspace_impl.h"
 
@@ -37,10 +39,9 @@ struct CollectAfter {
 
 // An R record: the DataRef of a block in the data log, then its patches (bytes each).
 bool ParseRef(std::string_view rec, kv::DataRef* ref, std::string_view* patches) {
-  if (rec.size() < kv::DataRef::kEncodedSize ||
-      !kv::DataRef::Decode(rec.substr(0, kv::DataRef::kEncodedSize), ref) || ref->length > kBlockSize)
-    return false;
-  *patches = rec.substr(kv::DataRef::kEncodedSize);
+  size_t used = 0;
+  if (!kv::DataRef::DecodePrefix(rec, ref, &used) || ref->length > kBlockSize) return false;
+  *patches = rec.substr(used);
   return true;
 }
 
@@ -83,10 +84,10 @@ void Workspace::Impl::MarkDirty(kv::Batch* b, Ino ino) {
   dirty_[ino] = gen;
 }
 
-void Workspace::Impl::PutState(kv::Batch* b) {
+void Workspace::Impl::PutState(kv::Batch* b, const ObjectId& base) {
   std::string s;
   base::PutU8(&s, numbered_ ? 2 : 1);
-  s.append(base_.AsKey());
+  s.append(base.AsKey());
   base::PutVarint(&s, next_ino_);
   if (numbered_) base::PutU8(&s, pristine_ ? 1 : 0);
   b->Put(kv::Cf::kWorkspace, keys_.State(), s);
@@ -134,6 +135,7 @@ Result<std::vector<std::pair<std::string, std::pair<Ino, EntryType>>>> Workspace
 Status Workspace::Impl::Materialize(Inode* dir) {
   if (dir->materialized) return Status::Ok();
   kv::Batch b;
+  b.set_space_exempt();  // reading a directory must work on a full disk
   if (dir->has_origin) {
     LFS_ASSIGN(auto entries, store_.ReadTree(dir->origin));
     // Depth-first numbering (state version 2): the subtree of a directory numbered d holds the
@@ -375,8 +377,7 @@ Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uin
                            if (ParseRef(v, &ref, &patches) && patches.empty()) {
                              // No patches: the overlap straight from the data log.
                              if (overlap(blk, ref.length, &from, &to))
-                               err = log_.Read({ref.segment, ref.offset + (from - bstart), static_cast<uint32_t>(to - from)},
-                                               out.data() + (from - off));
+                               err = log_.ReadPart(ref, from - bstart, to - from, out.data() + (from - off));
                              return err.ok();
                            }
                            err = MaterializeRef(v, &tmp);
@@ -535,6 +536,7 @@ Status Workspace::Impl::InitFresh(const ObjectId& commit) {
   root.nlink = 2;
   for (const auto& e : entries) root.nlink += e.type == EntryType::kDir;
   kv::Batch b;
+  b.set_space_exempt();  // a fresh Workspace is small, and mounting it must work on a full disk
   Put(&b, root);
   PutState(&b);
   return kv_.Write(b, true);
@@ -600,6 +602,7 @@ Workspace::Workspace(std::unique_ptr<Impl> impl, WorkspaceOptions opts) : impl_(
 Workspace::~Workspace() {
   if (impl_ && impl_->ephemeral_) {
     kv::Batch b;
+    b.set_space_exempt();
     b.DeleteRange(kv::Cf::kWorkspace, impl_->keys_.prefix(), impl_->keys_.End());
     (void)impl_->kv_.Write(b, false);
   }
@@ -612,6 +615,7 @@ static Result<uint64_t> AllocateWsid(Store& store) {
   std::string next;
   base::PutBigEndian64(&next, id + 1);
   kv::Batch b;
+  b.set_space_exempt();
   b.Put(kv::Cf::kMeta, kWsNextKey, next);
   LFS_TRY(store.kv().Write(b, false));
   return id;
@@ -674,6 +678,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
                               }));
       if (!dirty) {
         kv::Batch b;
+        b.set_space_exempt();
         b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.prefix(), impl->keys_.End());
         LFS_TRY(store.kv().Write(b, false));
         fresh = true;
@@ -686,6 +691,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
     LFS_TRY(impl->MigrateLegacyBlocks());
     // Inodes unlinked while open when the last process ended: nobody holds them now.
     kv::Batch b;
+    b.set_space_exempt();
     std::string op = impl->keys_.OrphanPrefix();
     LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, op, history::PrefixEnd(op), [&](auto k, auto) {
       Ino ino = Keys::InoAt(k, op.size());
@@ -716,6 +722,7 @@ Status DropWorkspaceState(Store& store, const std::string& branch) {
   if (!idv || idv->size() != 8) return Status::Ok();
   Keys keys(base::GetBigEndian64(idv->data()));
   kv::Batch b;
+  b.set_space_exempt();
   b.DeleteRange(kv::Cf::kWorkspace, keys.prefix(), keys.End());
   b.Delete(kv::Cf::kMeta, key);
   LFS_TRY(store.kv().Write(b, true));
@@ -769,6 +776,7 @@ Result<Attr> Workspace::SetAttr(Ino ino, const AttrChange& ch) {
     if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
     if (n.type != EntryType::kFile) return Status::Invalid("not a regular file");
     if (*ch.size > kMaxFileSize) return Status::Error(EFBIG, "file too large");
+    if (*ch.size < n.size) b.set_space_exempt();  // frees space
     LFS_TRY(impl_->Truncate(&b, &n, *ch.size));
     n.mtime = now;
   }
@@ -867,6 +875,7 @@ Status Workspace::Unlink(Ino parent, std::string_view name) {
   LFS_ASSIGN(Inode child, impl_->Load(e->first));
   if (child.is_dir()) return Status::Error(EISDIR, "is a directory");
   kv::Batch b;
+  b.set_space_exempt();  // frees space: must work on a full disk
   b.Delete(kv::Cf::kWorkspace, impl_->keys_.Entry(parent, name));
   LFS_TRY(impl_->DropLink(&b, &child, parent));
   dir.mtime = dir.ctime = Now();
@@ -889,6 +898,7 @@ Status Workspace::Rmdir(Ino parent, std::string_view name) {
   LFS_ASSIGN(auto entries, impl_->ListEntries(child.ino));
   if (!entries.empty()) return Status::Error(ENOTEMPTY, "directory not empty");
   kv::Batch b;
+  b.set_space_exempt();
   b.Delete(kv::Cf::kWorkspace, impl_->keys_.Entry(parent, name));
   impl_->DeleteInode(&b, child);
   dir.nlink--;
@@ -930,6 +940,7 @@ Status Workspace::Rename(Ino parent, std::string_view name, Ino new_parent, std:
   LFS_TRY(check_not_below(src, new_parent));
   LFS_ASSIGN(auto de, im->GetEntry(new_parent, new_name));
   kv::Batch b;
+  b.set_space_exempt();  // moves or frees: what a user does to make room
   timespec now = Now();
   auto replace_parent = [](Inode& n, Ino from, Ino to) {
     auto it = std::find(n.parents.begin(), n.parents.end(), from);
@@ -1066,18 +1077,20 @@ Result<ReadReply> Workspace::ReadPieces(Ino ino, uint64_t off, size_t size) {
                                const uint64_t at = ref.offset + (from - bstart), count = to - from;
                                // Contiguous with the last piece (one append wrote them): extend it.
                                if (!out.pieces.empty() && seg == ref.segment &&
-                                   out.pieces.back().offset + out.pieces.back().length == at && at + count <= seg_size) {
+                                   out.pieces.back().offset + out.pieces.back().length == at &&
+                                   ref.offset + ref.length <= seg_size) {
                                  out.pieces.back().length += count;
+                                 out.pieces.back().blocks.push_back(ref);
                                  return true;
                                }
-                               auto file = im->log_.File({ref.segment, at, static_cast<uint32_t>(count)});
+                               auto file = im->log_.File(ref);
                                if (!file) {
                                  whole = false;
                                  return false;
                                }
                                seg = ref.segment;
                                seg_size = file->size;
-                               out.pieces.push_back({{}, file->fd, at, count});
+                               out.pieces.push_back({{}, file->fd, at, count, {ref}});
                                out.hold.push_back(std::move(file->handle));
                                return true;
                              }, snap.get()));
@@ -1087,8 +1100,47 @@ Result<ReadReply> Workspace::ReadPieces(Ino ino, uint64_t off, size_t size) {
   }
   LFS_ASSIGN(std::string bytes, im->ReadRange(n, off, len, snap.get()));
   out.size = bytes.size();
-  out.pieces.push_back({std::move(bytes), -1, 0, out.size});
+  out.pieces.push_back({std::move(bytes), -1, 0, out.size, {}});
   return out;
+}
+
+Status Workspace::FillRead(const ReadReply& r, char* dst) {
+  auto& log = impl_->log_;
+  size_t n = 0;
+  std::string scratch;
+  for (const auto& p : r.pieces) {
+    if (p.fd < 0) {
+      std::memcpy(dst + n, p.bytes.data(), p.length);
+      n += p.length;
+      continue;
+    }
+    // Each block is read whole and checked before any of its bytes go out: straight into the
+    // reply where the block is wholly inside it, through `scratch` at the piece's ends.
+    const uint64_t end = p.offset + p.length;
+    for (const auto& b : p.blocks) {
+      const uint64_t from = std::max(p.offset, b.offset), to = std::min(end, b.offset + b.length);
+      char* out = dst + n + (from - p.offset);
+      const bool inside = from == b.offset && to == b.offset + b.length;
+      char* buf = out;
+      if (!inside) {
+        scratch.resize(b.length);
+        buf = scratch.data();
+      }
+      for (size_t got = 0; got < b.length;) {
+        ssize_t k = ::pread(p.fd, buf + got, b.length - got, static_cast<off_t>(b.offset + got));
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return Status::Errorf(EIO, "read {}: {}", log.SegmentPath(b.segment), strerror(errno));
+        if (k == 0)
+          return Status::Errorf(EIO, "{}: damaged: it ends before offset {} that a record points at",
+                                log.SegmentPath(b.segment), b.offset + b.length);
+        got += static_cast<size_t>(k);
+      }
+      LFS_TRY(log.Check(b, std::string_view(buf, b.length)));
+      if (!inside) std::memcpy(out, buf + (from - b.offset), to - from);
+    }
+    n += p.length;
+  }
+  return Status::Ok();
 }
 
 Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data,
@@ -1133,17 +1185,21 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
     const std::string_view piece = data.substr(from - off, to - from);
     if (from == bstart && to == bstart + kBlockSize) {
       uint64_t run = std::min((end - bstart) / kBlockSize, kMaxRunBlocks);
-      LFS_ASSIGN(kv::DataRef ref, log_.Append(data.substr(bstart - off, run * kBlockSize)));
+      const std::string_view bytes = data.substr(bstart - off, run * kBlockSize);
+      LFS_ASSIGN(kv::DataRef ref, log_.Append(bytes));
       for (uint64_t i = 0; i < run; i++)
-        put_ref(blk + i, {ref.segment, ref.offset + i * kBlockSize, static_cast<uint32_t>(kBlockSize)});
+        put_ref(blk + i, kv::DataRef::Of(ref.segment, ref.offset + i * kBlockSize, bytes.substr(i * kBlockSize, kBlockSize)));
       blk += run;
       continue;
     }
     const bool may_exist = had_blocks && bstart < old_size;
     if (may_exist && n.has_refs) {
       LFS_ASSIGN(auto rec, kv_.Get(kv::Cf::kWorkspace, keys_.Ref(ino, blk)));
+      kv::DataRef old;
+      std::string_view old_patches;
+      if (rec && !ParseRef(*rec, &old, &old_patches)) return Status::Corrupt("workspace: damaged data-log record");
       if (rec) {
-        if (rec->size() - kv::DataRef::kEncodedSize + piece.size() <= kMaxRefPatchBytes) {
+        if (old_patches.size() + piece.size() <= kMaxRefPatchBytes) {
           base::PutBytes(&*rec, kv::EncodePatch(static_cast<uint32_t>(from - bstart), piece));
           b.Put(kv::Cf::kWorkspace, keys_.Ref(ino, blk), *rec);
         } else {
@@ -1152,7 +1208,7 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
           if (bytes.size() < to - bstart) bytes.resize(to - bstart, '\0');
           std::copy(piece.begin(), piece.end(), bytes.begin() + (from - bstart));
           LFS_ASSIGN(kv::DataRef ref, log_.Append(bytes));
-          put_ref(blk, ref);
+          put_ref(blk, kv::DataRef::Of(ref.segment, ref.offset, bytes));
         }
         blk++;
         continue;
@@ -1321,7 +1377,31 @@ Result<struct statvfs> Workspace::Statfs() {
   std::string p = impl_->store_.path().empty() ? "/" : impl_->store_.path();
   if (statvfs(p.c_str(), &s) != 0) return Status::Errorf(errno, "statfs: {}", strerror(errno));
   s.f_namemax = 255;
+  // What the Store keeps for its database is not for writers (kv/space_guard.h): df on the
+  // mount shows what a write can still take.
+  if (s.f_frsize > 0) {
+    const fsblkcnt_t kept = impl_->store_.space().KeptBytes() / s.f_frsize;
+    s.f_bavail = s.f_bavail > kept ? s.f_bavail - kept : 0;
+    s.f_bfree = s.f_bfree > kept ? s.f_bfree - kept : 0;
+  }
   return s;
+}
+
+std::string Workspace::PathOf(Ino ino) {
+  std::lock_guard l(impl_->mu_);
+  std::string path;
+  for (int depth = 0; ino != kRootIno && depth < 4096; depth++) {
+    auto n = impl_->Load(ino);
+    if (!n.ok() || n->parents.empty()) return fmt::format("inode {}", ino);
+    Ino dir = n->parents.front();
+    auto entries = impl_->ListEntries(dir);
+    if (!entries.ok()) return fmt::format("inode {}", ino);
+    auto it = std::find_if(entries->begin(), entries->end(), [&](const auto& e) { return e.second.first == ino; });
+    if (it == entries->end()) return fmt::format("inode {}", ino);
+    path = "/" + it->first + path;
+    ino = dir;
+  }
+  return path.empty() ? "/" : path;
 }
 
 void Workspace::Forget(Ino ino) {
@@ -1330,8 +1410,10 @@ void Workspace::Forget(Ino ino) {
   auto n = impl_->Load(ino);
   if (!n.ok() || n->nlink > 0) return;
   kv::Batch b;
+  b.set_space_exempt();
   impl_->DeleteInode(&b, *n);
-  (void)impl_->Write(b);
+  Status s = impl_->Write(b);
+  if (!s.ok()) spdlog::warn("workspace {}: freeing unlinked inode {}: {}", opts_.branch, ino, s.message());
 }
 
 }  // namespace layerfs::workspace

@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kv/data_log.h"
 #include "layerfs/store.h"
 
 namespace layerfs::objects { class Txn; }
@@ -74,12 +75,14 @@ struct AttrChange {
 // the file's group (its primary group: supplementary groups are not known here).
 uint32_t KillSuidgid(uint32_t perm, uint32_t gid, const Caller& c);
 
-// A read answered in pieces, in order: bytes in memory, or a range of an open file the caller
-// may splice from (whole blocks in the data log), so file data need not pass through memory.
+// A read answered in pieces, in order: bytes in memory, or a range of an open data-log segment
+// (whole blocks in the data log) that Workspace::FillRead reads block by block, checking each
+// block's checksum, into the caller's reply buffer: one copy, and never an unchecked byte.
 struct ReadPiece {
   std::string bytes;  // when fd < 0
   int fd = -1;
-  uint64_t offset = 0, length = 0;
+  uint64_t offset = 0, length = 0;  // the bytes of segment `fd` the piece delivers
+  std::vector<kv::DataRef> blocks;  // the data-log blocks holding them, in order
 };
 struct ReadReply {
   std::vector<ReadPiece> pieces;
@@ -151,8 +154,14 @@ class Workspace {
   Result<std::vector<DirEntry>> ReadDir(Ino ino);
 
   Result<std::string> Read(Ino ino, uint64_t off, size_t size);
-  // As Read; a range held whole by unpatched blocks of the data log comes back as file ranges.
+  // As Read; a range held whole by unpatched blocks of the data log comes back as file ranges,
+  // to be copied out with FillRead.
   Result<ReadReply> ReadPieces(Ino ino, uint64_t off, size_t size);
+  // Copies a ReadPieces reply (r.size bytes) into dst, checking every data-log block it reads:
+  // EIO naming the segment file if one is damaged (nothing is returned of a damaged block).
+  Status FillRead(const ReadReply& r, char* dst);
+  // The path of `ino` in the Workspace ("/dir/name"; "inode N" if it has no entry), for logs.
+  std::string PathOf(Ino ino);
   // kill_suidgid: as AttrChange::kill_suidgid, with the write; *killed (if given) says whether
   // a bit was cleared.
   Result<size_t> Write(Ino ino, uint64_t off, std::string_view data,
@@ -208,6 +217,14 @@ class Workspace {
   std::unique_ptr<Impl> impl_;
   WorkspaceOptions opts_;
 };
+
+struct WorkspaceVerifyReport {
+  uint64_t workspaces = 0, blocks = 0, bytes = 0;  // data-log blocks read back and checked
+  std::vector<std::string> problems;               // "workspace of branch B: /path: ..."
+};
+// Reads back every record of every Workspace and every data-log block they point at (checked
+// against its checksum); each problem names the branch and the file's path.
+Result<WorkspaceVerifyReport> VerifyWorkspaces(Store& store);
 
 // Deletes the persistent Workspace state of `branch` (after its branch is deleted or reset).
 Status DropWorkspaceState(Store& store, const std::string& branch);

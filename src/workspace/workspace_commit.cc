@@ -300,14 +300,10 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::
   std::vector<ObjectId> parents{base};
   parents.insert(parents.end(), more_parents.begin(), more_parents.end());
   LFS_ASSIGN(ObjectId id, im->store_.StageCommit(built.root, parents, message, built.bytes, built.entries, &txn));
-  // The Workspace's new base goes into the Commit's own synced batch: one sync per commit, and
-  // no crash can leave the branch moved with the Workspace still on its old base.
-  {
-    ObjectId old = im->base_;
-    im->base_ = id;
-    im->PutState(&extra);
-    im->base_ = old;
-  }
+  // The Workspace's new base goes into the Commit's own synced batch: one sync per commit, no
+  // crash can leave the branch moved with the Workspace still on its old base, and a Commit that
+  // fails (a full disk) leaves the branch head and the Workspace as they were.
+  im->PutState(&extra, id);
   LFS_TRY(im->store_.UpdateBranch(opts_.branch, base, id, &extra, &txn));
   im->base_ = id;
   // The marks this commit deleted: those whose generation did not move since the snapshot.
@@ -345,6 +341,7 @@ Status Workspace::Reset(const std::optional<ObjectId>& to) {
   LFS_ASSIGN(auto head, im->store_.BranchHead(opts_.branch));
   if (!head) return Status::NotFound("branch vanished");
   kv::Batch b;
+  b.set_space_exempt();  // discarding changes frees space
   b.DeleteRange(kv::Cf::kWorkspace, im->keys_.prefix(), im->keys_.End());
   LFS_TRY(im->kv_.Write(b, false));
   im->dirty_.clear();

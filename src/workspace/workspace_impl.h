@@ -23,7 +23,8 @@ class Workspace::Impl {
   Result<Inode> Load(Ino ino, const kv::Snapshot* snap = nullptr);
   void Put(kv::Batch* b, const Inode& n) { b->Put(kv::Cf::kWorkspace, keys_.Inode(n.ino), EncodeInode(n)); }
   void MarkDirty(kv::Batch* b, Ino ino);
-  void PutState(kv::Batch* b);
+  void PutState(kv::Batch* b) { PutState(b, base_); }
+  void PutState(kv::Batch* b, const ObjectId& base);
   Status Write(const kv::Batch& b) { return kv_.Write(b, false); }
   Result<Inode> LoadDir(Ino ino);  // loads and materialises; ENOTDIR for non-dirs. REQUIRES: mu_ exclusive
   // LoadDir for a reader holding `l`, a shared lock on mu_: an unmaterialised directory is

@@ -374,7 +374,7 @@ size_t ResidentSegmentBytes(const std::string& store) {
 // page cache holds the bytes, and each readahead READ drops the segment window behind it, so a
 // large cold read touches the memory ext4 would, not twice it. Every byte still comes back,
 // and a second cold read finds it all again on the disk. Over the rings (copied into the
-// reply) and over /dev/fuse with a thread pool (spliced).
+// reply) and over /dev/fuse with a thread pool (copied into memory).
 TEST(MountTest, StreamingReadsDropTheDataLogBehindThem) {
   constexpr size_t kMiB = 1 << 20;
   const std::string big = layerfs::testing::RandomBytes(48 * kMiB + 4321, 77);

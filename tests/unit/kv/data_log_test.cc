@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "../test_util.h"
+#include "kv/space_guard.h"
 
 namespace layerfs::kv {
 namespace {
@@ -53,9 +54,12 @@ TEST_P(DataLogTest, AppendsReadBackExactly) {
   // A sub-range of an append.
   auto& [r0, d0] = written[3];
   EXPECT_EQ(ReadBack(**log, {r0.segment, r0.offset + 10, 100}), d0.substr(10, 100));
-  // Bytes never written (lost in a crash before a sync) read as zeros.
+  // Bytes past the end of a segment (a segment cut short) are EIO naming it, never zeros.
   DataRef past{r0.segment, written.back().first.offset + written.back().first.length + 5, 64};
-  EXPECT_EQ(ReadBack(**log, past), std::string(64, '\0'));
+  std::string buf64(64, '?');
+  Status cut = (*log)->Read(past, buf64.data());
+  EXPECT_EQ(cut.code(), EIO);
+  EXPECT_NE(cut.message().find((*log)->SegmentPath(r0.segment)), std::string::npos) << cut.message();
   ASSERT_TRUE((*log)->Sync().ok());
   // A segment that does not exist is EIO, not zeros.
   std::string buf(8, '\0');
@@ -179,6 +183,97 @@ TEST(DataLog, ACollectorErrorFreesNothing) {
   auto ran = (*log)->Collect([]() -> Result<std::set<uint32_t>> { return Status::Corrupt("damaged record"); });
   EXPECT_FALSE(ran.ok());
   EXPECT_EQ(ReadBack(**log, *r), "keep");
+}
+
+}  // namespace
+}  // namespace layerfs::kv
+
+namespace layerfs::kv {
+namespace {
+
+// Format 4 refs carry a checksum (flagged in the length word); format 3 refs decode as before.
+TEST(DataRefTest, EncodesWithAndWithoutChecksum) {
+  DataRef old(7, 1ull << 33, 65536);
+  std::string e;
+  old.EncodeTo(&e);
+  EXPECT_EQ(e.size(), 16u);
+  DataRef back;
+  ASSERT_TRUE(DataRef::Decode(e, &back));
+  EXPECT_FALSE(back.has_hash);
+  EXPECT_EQ(back.segment, 7u);
+  EXPECT_EQ(back.offset, 1ull << 33);
+  EXPECT_EQ(back.length, 65536u);
+  DataRef now = DataRef::Of(9, 4096, "some bytes");
+  std::string n;
+  now.EncodeTo(&n);
+  EXPECT_EQ(n.size(), 24u);
+  size_t used = 0;
+  n += "patch bytes after it";
+  ASSERT_TRUE(DataRef::DecodePrefix(n, &back, &used));
+  EXPECT_EQ(used, 24u);
+  EXPECT_TRUE(back.has_hash);
+  EXPECT_EQ(back.length, 10u);
+  EXPECT_EQ(back.hash, now.hash);
+  EXPECT_FALSE(DataRef::Decode(n, &back));  // trailing bytes
+  EXPECT_FALSE(DataRef::Decode(std::string_view(n).substr(0, 20), &back));  // a cut checksum
+}
+
+// Every read of a checked ref reads it whole and compares: a flipped byte is EIO naming the
+// segment, in the part read and outside it alike.
+TEST(DataLogChecks, FlippedByteIsEioNamingTheSegment) {
+  testing::TempDir tmp;
+  auto log = DataLog::Open(tmp / "data");
+  ASSERT_TRUE(log.ok());
+  const std::string a = testing::RandomBytes(65536, 1), b = testing::RandomBytes(65536, 2);
+  auto r = (*log)->Append(a + b);
+  ASSERT_TRUE(r.ok());
+  DataRef ra = DataRef::Of(r->segment, r->offset, a), rb = DataRef::Of(r->segment, r->offset + a.size(), b);
+  std::string out(65536, '\0');
+  ASSERT_TRUE((*log)->Read(rb, out.data()).ok());
+  EXPECT_EQ(out, b);
+  const std::string seg = (*log)->SegmentPath(r->segment);
+  int fd = ::open(seg.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  char c = static_cast<char>(b[40000] ^ 0x10);
+  ASSERT_EQ(pwrite(fd, &c, 1, static_cast<off_t>(rb.offset + 40000)), 1);
+  ::close(fd);
+  Status s = (*log)->Read(rb, out.data());
+  EXPECT_EQ(s.code(), EIO);
+  EXPECT_NE(s.message().find(seg), std::string::npos) << s.message();
+  std::string part(10, '\0');
+  EXPECT_EQ((*log)->ReadPart(rb, 0, 10, part.data()).code(), EIO);  // far from the flip: still caught
+  ASSERT_TRUE((*log)->ReadPart(ra, 100, 10, part.data()).ok());
+  EXPECT_EQ(part, a.substr(100, 10));
+  // A ref without checksum (format 3) reads what is there.
+  DataRef unchecked(rb.segment, rb.offset, rb.length);
+  ASSERT_TRUE((*log)->Read(unchecked, out.data()).ok());
+}
+
+// Appends are admitted by the SpaceGuard before anything is written; a read-only log appends
+// and collects nothing.
+TEST(DataLogChecks, RefusedAppendWritesNothingAndReadOnlyLogWritesNothing) {
+  testing::TempDir tmp;
+  auto guard = SpaceGuard::Open(tmp.path(), false, {.floor_bytes = 16 << 20, .reserve_bytes = 0});
+  uint64_t free = 20 << 20;
+  guard->SetFreeBytesForTest([&] { return free; });
+  auto log = DataLog::Open(tmp / "data", {.space = guard.get()});
+  ASSERT_TRUE(log.ok());
+  auto ok = (*log)->Append(std::string(1 << 20, 'a'));
+  ASSERT_TRUE(ok.ok());
+  auto no = (*log)->Append(std::string(8 << 20, 'b'));
+  EXPECT_EQ(no.status().code(), ENOSPC);
+  ASSERT_TRUE((*log)->Sync().ok());
+  EXPECT_EQ(std::filesystem::file_size((*log)->SegmentPath(ok->segment)), size_t{1} << 20);
+  log->reset();
+  auto ro = DataLog::Open(tmp / "data", {.read_only = true});
+  ASSERT_TRUE(ro.ok());
+  EXPECT_EQ((*ro)->Append("x").status().code(), EROFS);
+  auto collected = (*ro)->Collect([] { return Result<std::set<uint32_t>>(std::set<uint32_t>{}); });
+  ASSERT_TRUE(collected.ok());
+  EXPECT_FALSE(*collected);
+  EXPECT_EQ(SegmentFiles(tmp / "data"), 1u);
+  std::string out(1 << 20, '\0');
+  ASSERT_TRUE((*ro)->Read(*ok, out.data()).ok());
 }
 
 }  // namespace
