@@ -7,6 +7,9 @@ LAYERFS=$(realpath "$1")
 WORK=$(mktemp -d /tmp/layerfs-e2e.XXXXXX)
 export LAYERFS_STORE=$WORK/store
 MOUNTED=()
+# Commands the EXIT trap runs once mounts and the daemon are gone, before $WORK is removed (a
+# test's loop-device filesystem, say); each may fail without stopping the others.
+CLEANUP_HOOKS=()
 
 fail() {
   echo "FAIL: $*" >&2
@@ -66,6 +69,7 @@ cleanup() {
     echo "--- tail of layerfsd.log" >&2
     tail -n 30 "$LAYERFS_STORE/layerfsd.log" >&2 || true
   fi
+  for d in "${CLEANUP_HOOKS[@]}"; do eval "$d" || true; done
   rm -rf "$WORK" 2>/dev/null || true
   exit "$rc"
 }
