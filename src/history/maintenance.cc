@@ -49,14 +49,21 @@ const char* PolicyKey(Kind k) {
   }
 }
 
+bool IsPending(std::string_view record) {
+  auto info = objects::ParseRecord(record);
+  return info.ok() && info->encoding == objects::Encoding::kPending;
+}
+
 }  // namespace
 
 Result<StoreStats> Store::Stats() {
   objects::LocalOnly local;  // counts what is here; never fetches
   StoreStats st;
   st.policy = policy().ToString();
-  // Sizes as the Store settles: what commits left to the background encoder is encoded first.
-  LFS_TRY(DrainEncoding());
+  // Sizes as the Store settles: what commits left to the background encoder is encoded first;
+  // on a full disk or a read-only open it stays pending (and is counted as such).
+  if (!read_only())
+    if (Status d = DrainEncoding(); !d.ok() && d.code() != ENOSPC) return d;
   // Flushed so the table figures are complete; on a full disk they leave the memtables out.
   if (Status f = kv_->Flush(); !f.ok() && f.code() != ENOSPC) return f;
   for (const char* k : {"whole", "chunk", "metadata"}) st.max_chain_depth[k] = 0;
@@ -238,7 +245,8 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const Progr
   objects::LocalOnly local;                 // gc never fetches
   LFS_ASSIGN(bool lazy, IsLazy());
   ProgressMeter mark(progress, "gc-mark");
-  LFS_TRY(DrainEncoding());
+  // On a full disk what is still pending stays so: the sweep keeps pending records (below).
+  if (Status d = DrainEncoding(); !d.ok() && d.code() != ENOSPC) return d;
   // No finalization between mark and sweep: it could choose a base the sweep then frees.
   auto finalize_lock = objects_->LockFinalize();
   // Flushed so bytes_before is the tables' size; on a full disk, marking and sweeping go on
@@ -306,8 +314,10 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const Progr
   }
   b.set_space_exempt();  // deletions: they free space at the compaction below
   for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
-    LFS_TRY(kv_->Scan(cf, "", "", [&](auto k, auto) {
-      if (k.size() == ObjectId::kSize && !live[cf].count(ObjectId::FromKey(k))) {
+    LFS_TRY(kv_->Scan(cf, "", "", [&](auto k, auto v) {
+      // A pending record (left by a drain that met a full disk) is kept while its queue entry
+      // names it; the gc after its encoding collects it if nothing reaches it.
+      if (k.size() == ObjectId::kSize && !live[cf].count(ObjectId::FromKey(k)) && !IsPending(v)) {
         b.Delete(cf, k);
         rep.objects_deleted++;
       }

@@ -22,7 +22,11 @@ void BackgroundEncoder::Stop(bool drain) {
   std::lock_guard l(mu_);
   if (!running_) return;
   drain_on_stop_ = drain;
-  stop_ = true;
+  {
+    std::lock_guard pl(pause_mu_);  // a pause after a failure (a full disk) ends now
+    stop_ = true;
+  }
+  pause_cv_.notify_all();
   os_.SetDeferring(false);
   thread_.join();
   running_ = false;
@@ -44,10 +48,16 @@ void BackgroundEncoder::Loop() {
     Status s = os_.Finalize(e.kind, e.id);
     if (s.ok()) {
       finalized_++;
+      failing_ = false;
       pause_ms = 0;
       os_.DoneQueued(e, false);
       continue;
     }
+    {
+      std::lock_guard l(err_mu_);
+      last_error_ = s;
+    }
+    failing_ = true;
     failures_++;
     spdlog::warn("background encoding of {} {}: {} (left pending, retried)", KindName(e.kind), e.id.Hex(),
                  s.message());
@@ -56,17 +66,21 @@ void BackgroundEncoder::Loop() {
     // and readable; the next encoder retries).
     if (stop_) return;
     pause_ms = pause_ms == 0 ? 100 : std::min(pause_ms * 2, 5000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    std::unique_lock pl(pause_mu_);
+    pause_cv_.wait_for(pl, std::chrono::milliseconds(pause_ms), [this] { return stop_.load(); });
   }
 }
 
 Status BackgroundEncoder::Drain() {
   if (running_) {
-    // The thread retries failures forever; a caller waiting on a full disk gets the error after
-    // a bounded wait instead of hanging.
-    uint64_t fails = failures_;
-    while (!os_.WaitQueueEmpty(1000)) {
-      if (failures_ > fails + 3) return Status::Errorf(EIO, "background encoding keeps failing ({} retries)", failures_ - fails);
+    // The thread retries failures forever; a caller waiting while it fails (a full disk) gets
+    // its last error at once instead of hanging: the records stay pending and readable.
+    while (!os_.WaitQueueEmpty(200)) {
+      if (failing_) {
+        std::lock_guard l(err_mu_);
+        return Status::Errorf(last_error_.ok() ? EIO : last_error_.code(), "background encoding is failing ({} "
+                              "records pending): {}", os_.QueuedCount(), last_error_.message());
+      }
       if (!running_) break;
     }
     if (running_) return Status::Ok();

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -33,7 +34,9 @@ class BackgroundEncoder {
   void Stop(bool drain);
   bool running() const { return running_; }
   // Returns once nothing is pending: waits for the thread, or encodes on the caller's thread
-  // when none runs. The first error of an inline finalization is returned (the rest stay queued).
+  // when none runs. The first error of an inline finalization is returned (the rest stay queued);
+  // with the thread running, its last error as soon as its last attempt failed (ENOSPC on a
+  // full disk: callers that can work with pending records go on).
   Status Drain();
   // Records finalized by this encoder (and by Drain), and failures retried.
   uint64_t finalized() const { return finalized_; }
@@ -47,6 +50,11 @@ class BackgroundEncoder {
   std::thread thread_;
   std::atomic<bool> running_{false}, stop_{false}, drain_on_stop_{false};
   std::atomic<uint64_t> finalized_{0}, failures_{0};
+  std::atomic<bool> failing_{false};  // the thread's last attempt failed
+  std::mutex pause_mu_;  // the pause after a failure, cut short by Stop
+  std::condition_variable pause_cv_;
+  std::mutex err_mu_;
+  Status last_error_;  // the thread's last failure (guarded by err_mu_)
 };
 
 }  // namespace layerfs::objects
