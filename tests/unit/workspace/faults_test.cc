@@ -6,10 +6,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
 #include <set>
+#include <thread>
 
 #include "../test_util.h"
+#include "history/keys.h"
+#include "objects/object_store.h"
 #include "kv/fault_kv.h"
 #include "kv/kv.h"
 #include "kv/space_guard.h"
@@ -22,6 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using layerfs::testing::RandomBytes;
 using layerfs::testing::TextBytes;
+constexpr uint32_t kCurrentFormat = history::kFormatVersion;
+static_assert(kCurrentFormat >= 5, "checksummed data-log records are format 5");
 
 class WorkspaceFaults : public ::testing::Test {
  protected:
@@ -149,6 +158,86 @@ TEST_F(WorkspaceFaults, DataLogAppendsRefusedBelowTheFloor) {
 
 // ---- a Store on disk: damaged data-log segments ----
 
+// Waits (bounded) until `done` holds; the test asserts on the state, never on the time taken.
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 6000; i++) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+// Commits in the background on a full disk: the commit lands with its content pending, the
+// encoder's finalizations fail (ENOSPC) and are retried, the pending records stay readable and
+// verify; stats and gc work around them and gc keeps them; a Store closed on the full disk keeps
+// them for the next encoder; once space is back everything is encoded and verifies.
+TEST_F(WorkspaceFaults, FullDiskDuringBackgroundEncodingKeepsPendingRecords) {
+  store_->StartBackgroundEncoding();
+  const std::string text = TextBytes(300000, 11), chunked = RandomBytes(3 << 20, 12);
+  Create("text", text);
+  Create("chunked", chunked);
+  Create("small", "small");
+  // The disk fills right after the commit's synced batch: the encoder meets it.
+  fault_->FailAfterNextSync();
+  auto c = ws_->Commit("pending");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(Head(), *c);
+  ASSERT_TRUE(Eventually([&] { return fault_->writes_failed() >= 2; }));
+  EXPECT_GT(store_->PendingEncodings(), 0u);
+  auto check = [&](Store& st, const ObjectId& commit) {
+    for (auto [name, data] : std::vector<std::pair<std::string, std::string>>{
+             {"text", text}, {"chunked", chunked}, {"small", "small"}}) {
+      auto e = st.Lookup(commit, name);
+      ASSERT_TRUE(e.ok()) << name;
+      auto r = st.ReadFile(*e);
+      ASSERT_TRUE(r.ok()) << name << ": " << r.status().message();
+      EXPECT_TRUE(*r == data) << name;
+    }
+    auto v = st.Verify({});
+    ASSERT_TRUE(v.ok());
+    EXPECT_TRUE(v->ok()) << (v->problems.empty() ? "" : v->problems.front());
+  };
+  check(*store_, *c);
+  // Stats and gc on the full disk: stats counts the pending records, gc fails for its own
+  // deletions (or not) but keeps every pending record; nothing is lost either way.
+  auto stats = store_->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_GT(stats->pending_objects, 0u);
+  auto gc = store_->Gc();
+  if (!gc.ok()) {
+    EXPECT_EQ(gc.status().code(), ENOSPC) << gc.status().message();
+  }
+  check(*store_, *c);
+  EXPECT_EQ(ws_->Mknod(kRootIno, "more", S_IFREG | 0644, 0, {}).status().code(), ENOSPC);
+  // Space comes back: the encoder's next retry encodes everything.
+  ASSERT_TRUE(fault_->Recover().ok());
+  ASSERT_TRUE(Eventually([&] { return store_->PendingEncodings() == 0; }));
+  stats = store_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->pending_objects, 0u);
+  check(*store_, *c);
+
+  // Again, and the Store closes on the full disk (a daemon's exit): the pending records stay,
+  // in the queue, for the Store's next opening.
+  Create("later", "later");
+  fault_->FailAfterNextSync();
+  auto c2 = ws_->Commit("pending at close");
+  ASSERT_TRUE(c2.ok()) << c2.status().message();
+  ws_.reset();
+  store_.reset();
+  ASSERT_TRUE(fault_->Recover().ok());
+  auto st = Store::OpenOnKv(fault_.get(), Policy{});
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  store_ = std::move(*st);
+  check(*store_, *c2);
+  EXPECT_EQ(*store_->ReadFile(*store_->Lookup(*c2, "later")), "later");
+  ASSERT_TRUE(store_->DrainEncoding().ok());
+  EXPECT_EQ(store_->PendingEncodings(), 0u);
+  check(*store_, *c2);
+  ASSERT_TRUE(store_->Gc().ok());
+  check(*store_, *c2);
+}
+
 class WorkspaceDamage : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -268,6 +357,118 @@ TEST_F(WorkspaceDamage, RecordsWithoutChecksumStillRead) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   auto e = store_->Lookup(*c, "f");
   EXPECT_TRUE(*store_->ReadFile(*e) == data);
+}
+
+// A version-4 Store as that format's build left it (data-log records without checksums,
+// pending records and their queue): it opens, is upgraded to the current format by rewriting
+// its config, reads the old records unchecked, encodes the pending ones, and writes
+// checksummed records from then on. A newer Store is refused with one line.
+TEST_F(WorkspaceDamage, Version4StoreUpgradesReadsAndWritesChecksummedRecords) {
+  const std::string path = dir_ / "store";
+  const std::string old_data = RandomBytes(2 * kBlockSize, 21), committed = TextBytes(200000, 22);
+  store_->objects().SetDeferring(true);  // as a version-4 daemon commits: pending records
+  Ino g = ws_->Mknod(kRootIno, "g", S_IFREG | 0644, 0, {})->ino;
+  ASSERT_TRUE(ws_->Write(g, 0, committed).ok());
+  auto c = ws_->Commit("pending");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_GT(store_->PendingEncodings(), 0u);
+  Ino f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
+  ASSERT_TRUE(ws_->Write(f, 0, old_data).ok());
+  auto version_of = [](kv::Kv& kv) {
+    auto cfg = kv.Get(kv::Cf::kMeta, "config");
+    EXPECT_TRUE(cfg.ok() && cfg->has_value());
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= static_cast<uint32_t>(static_cast<uint8_t>((**cfg)[i])) << (8 * i);
+    return v;
+  };
+  auto set_version = [](kv::Kv& kv, uint32_t v) {
+    std::string cfg = **kv.Get(kv::Cf::kMeta, "config");
+    for (int i = 0; i < 4; i++) cfg[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+    kv::Batch b;
+    b.Put(kv::Cf::kMeta, "config", cfg);
+    ASSERT_TRUE(kv.Write(b, true).ok());
+  };
+  // R records as a version-4 build wrote them: the 16-byte ref alone, no checksum.
+  auto refs = [&](kv::Kv& kv) {
+    std::map<std::string, kv::DataRef> out;
+    EXPECT_TRUE(kv.Scan(kv::Cf::kWorkspace, "", std::string(64, '\xff'), [&](auto k, auto v) {
+      if (k.size() == 25 && k[8] == kTagRef) {
+        kv::DataRef r;
+        EXPECT_TRUE(kv::DataRef::Decode(v, &r));
+        out[std::string(k)] = r;
+      }
+      return true;
+    }).ok());
+    return out;
+  };
+  {
+    kv::Batch b;
+    for (auto [k, r] : refs(store_->kv())) {
+      r.has_hash = false;
+      std::string old;
+      r.EncodeTo(&old);
+      ASSERT_EQ(old.size(), 16u);
+      b.Put(kv::Cf::kWorkspace, k, old);
+    }
+    ASSERT_EQ(b.entries().size(), 2u);
+    ASSERT_TRUE(store_->kv().Write(b, true).ok());
+  }
+  set_version(store_->kv(), 4);
+  ws_.reset();
+  store_.reset();
+
+  auto st = Store::Open(path);
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  store_ = std::move(*st);
+  EXPECT_EQ(version_of(store_->kv()), kCurrentFormat);
+  {
+    std::ifstream m(path + "/LAYERFS");
+    std::string line;
+    std::getline(m, line);
+    EXPECT_NE(line.find("format " + std::to_string(kCurrentFormat)), std::string::npos) << line;
+  }
+  EXPECT_GT(store_->PendingEncodings(), 0u);  // the version-4 queue is read
+  EXPECT_EQ(*store_->ReadFile(*store_->Lookup(*c, "g")), committed);
+  auto ws = Workspace::Open(*store_, {.read_only = false, .branch = "main", .commit = {}});
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  ws_ = std::move(*ws);
+  auto r = ws_->Read(f, 0, old_data.size());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(*r == old_data);
+  for (auto& [k, ref] : refs(store_->kv())) EXPECT_FALSE(ref.has_hash);
+  // A new write: its block's record carries the checksum; the other block's stays as it was.
+  const std::string fresh = RandomBytes(kBlockSize, 23);
+  ASSERT_TRUE(ws_->Write(f, 0, fresh).ok());
+  ASSERT_TRUE(ws_->Fsync(f, false).ok());
+  auto after = refs(store_->kv());
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_TRUE(after.begin()->second.has_hash);     // block 0
+  EXPECT_FALSE(after.rbegin()->second.has_hash);   // block 1
+  r = ws_->Read(f, 0, old_data.size());
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(*r == fresh + old_data.substr(kBlockSize));
+  ASSERT_TRUE(store_->DrainEncoding().ok());
+  EXPECT_EQ(store_->PendingEncodings(), 0u);
+  auto c2 = ws_->Commit("upgraded");
+  ASSERT_TRUE(c2.ok()) << c2.status().message();
+  EXPECT_TRUE(*store_->ReadFile(*store_->Lookup(*c2, "f")) == fresh + old_data.substr(kBlockSize));
+  EXPECT_EQ(*store_->ReadFile(*store_->Lookup(*c2, "g")), committed);
+  auto v = store_->Verify({});
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok());
+  EXPECT_TRUE(VerifyWorkspaces(*store_)->problems.empty());
+  // A Store newer than this build is refused with one line, and left as it is.
+  set_version(store_->kv(), kCurrentFormat + 1);
+  ws_.reset();
+  store_.reset();
+  auto newer = Store::Open(path);
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.status().code(), EPROTO);
+  EXPECT_EQ(newer.status().message().find('\n'), std::string::npos);
+  EXPECT_NE(newer.status().message().find("format version " + std::to_string(kCurrentFormat + 1)), std::string::npos)
+      << newer.status().message();
+  auto ro = Store::Open(path, {.read_only = true});
+  EXPECT_EQ(ro.status().code(), EPROTO);
 }
 
 std::set<std::string> Tree(const std::string& dir) {
