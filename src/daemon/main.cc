@@ -70,7 +70,7 @@ void OnFatal(int sig) {
 }
 
 void InstallFatalHandlers(const std::string& log_path) {
-  g_log_fd = open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  g_log_fd = open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   // Room for about 10,000 more lines, allocated now: the log lives in the Store, and the lines
   // that matter most are written when its disk is full (appends into preallocated blocks need
   // no new ones). The file's size is unchanged; `layerfs stats` does not count the log.

@@ -79,7 +79,7 @@ uint64_t SpaceGuard::Statvfs() {
 }
 
 bool SpaceGuard::TakeReserveLocked() {
-  int fd = ::open(reserve_path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  int fd = ::open(reserve_path_.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   int rc = posix_fallocate(fd, 0, static_cast<off_t>(opts_.reserve_bytes));
   if (rc == 0) rc = fdatasync(fd);
