@@ -2,6 +2,7 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -199,6 +200,10 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
         if (it->second) res.damage.push_back(*it->second);
       }
     }
+    // Each problem once: subtrees shared many times over (a DAG of trees) would otherwise
+    // multiply the list at every level.
+    std::sort(res.damage.begin(), res.damage.end());
+    res.damage.erase(std::unique(res.damage.begin(), res.damage.end()), res.damage.end());
     return trees[id] = std::move(res);
   };
   // Every commit reachable through all parents.
