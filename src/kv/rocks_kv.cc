@@ -178,7 +178,10 @@ class RocksKv : public Kv {
     }
     rec_cv_.notify_all();
     if (rec_thread_.joinable()) rec_thread_.join();
-    if (opts_.space) opts_.space->SetPendingBytes(nullptr);
+    if (opts_.space) {
+      opts_.space->SetPendingBytes(nullptr);
+      opts_.space->SetRelieve(nullptr);
+    }
     auto d = Use();
     // Flush so the WAL is obsolete and deleted: the next open has nothing to recover, and the
     // closed Store holds no copy of its recent writes in an uncompressed log. Skipped when there
@@ -228,7 +231,14 @@ class RocksKv : public Kv {
     }
     if (!d) return FromRocks(rs, "open database " + path);
     kv->db_ = std::move(d);
-    if (ro.space && !ro.read_only) ro.space->SetPendingBytes([raw] { return raw->PendingBytes(); });
+    if (ro.space && !ro.read_only) {
+      ro.space->SetPendingBytes([raw] { return raw->PendingBytes(); });
+      ro.space->SetRelieve([raw] {
+        Status f = raw->Flush();
+        if (f.ok()) spdlog::info("space: flushed the database's memtables to make room");
+        return f.ok();
+      });
+    }
     return std::unique_ptr<Kv>(std::move(kv));
   }
 

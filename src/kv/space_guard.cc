@@ -64,6 +64,11 @@ void SpaceGuard::SetPendingBytes(std::function<uint64_t()> pending) {
   refreshed_ns_ = 0;
 }
 
+void SpaceGuard::SetRelieve(std::function<bool()> relieve) {
+  std::lock_guard l(mu_);
+  relieve_ = std::move(relieve);
+}
+
 void SpaceGuard::SetFreeBytesForTest(std::function<uint64_t()> free_bytes) {
   std::lock_guard l(mu_);
   fake_free_ = std::move(free_bytes);
@@ -129,6 +134,28 @@ uint64_t SpaceGuard::RefreshLocked() {
 }
 
 Status SpaceGuard::Admit(uint64_t bytes, Use use) {
+  Status s = AdmitOnce(bytes, use);
+  if (s.ok() || s.code() != ENOSPC) return s;
+  std::function<bool()> relieve;
+  uint64_t pending = 0;
+  {
+    std::lock_guard l(mu_);
+    relieve = relieve_;
+    if (pending_) pending = pending_();
+  }
+  if (!relieve || pending < kRelieveBytes) return s;
+  {
+    std::lock_guard r(relieve_mu_);
+    // Another writer may have flushed meanwhile: ask before flushing again.
+    if (Status again = AdmitOnce(bytes, use); again.ok()) return again;
+    if (!relieve()) return s;
+    std::lock_guard l(mu_);
+    refreshed_ns_ = 0;
+  }
+  return AdmitOnce(bytes, use);
+}
+
+Status SpaceGuard::AdmitOnce(uint64_t bytes, Use use) {
   if (use == Use::kFree) return Status::Ok();
   if (dir_.empty() && !fake_free_) return Status::Ok();
   const int64_t now = NowNs();

@@ -61,6 +61,14 @@ class SpaceGuard {
   // What the database will write by itself (its memtables' flush): counted on top of the floor.
   // Called without locks held by the guard; may be called from any thread.
   void SetPendingBytes(std::function<uint64_t()> pending);
+  // What the guard tries once before refusing a write: `relieve` (the database's flush) when the
+  // pending bytes are at least kRelieveBytes, then it asks again. Memtables count at their full
+  // size, superseded values included (a pending record and then its encoding, a block written
+  // twice), and a flush writes only the latest of each: on a small filesystem the count alone
+  // could refuse every write. Returns true if it flushed. Called without the guard's lock, by
+  // one thread at a time.
+  void SetRelieve(std::function<bool()> relieve);
+  static constexpr uint64_t kRelieveBytes = 8 << 20;
   // Frees the reserve file (if held) so the database has room; `why` goes to the log.
   void ReleaseReserve(std::string_view why);
   // Free bytes now (statvfs, asked now).
@@ -81,6 +89,7 @@ class SpaceGuard {
   // REQUIRES: mu_ held.
   uint64_t RefreshLocked();
   bool TakeReserveLocked();
+  Status AdmitOnce(uint64_t bytes, Use use);
   uint64_t Statvfs();
 
   Options opts_;
@@ -88,6 +97,8 @@ class SpaceGuard {
   bool writable_ = false;
   std::mutex mu_;  // the refresh, the reserve file, the callbacks
   std::function<uint64_t()> pending_, fake_free_;
+  std::function<bool()> relieve_;
+  std::mutex relieve_mu_;  // one relief at a time; never held with mu_
   std::atomic<bool> reserve_held_{false};
   // Bytes kGrow writers may still take before the filesystem is asked again, and when it was
   // asked last.

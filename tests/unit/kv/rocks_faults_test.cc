@@ -302,6 +302,39 @@ TEST(SpaceGuardTest, AdmitsByUseAgainstTheFloor) {
 
 // The reserve file: taken when there is room, released when asked (the database ran out), taken
 // back once there is room for the floor and twice the reserve.
+// Memtables holding superseded values count at full size; before refusing, the guard flushes
+// them (its relief) once they matter, and admits what the flush made room for.
+TEST(SpaceGuardTest, FlushesBigMemtablesBeforeRefusing) {
+  testing::TempDir dir;
+  uint64_t free = 60 << 20, memtables = 40 << 20;
+  int flushes = 0;
+  auto g = SpaceGuard::Open(dir.path(), false, {.floor_bytes = 16 << 20, .reserve_bytes = 0});
+  g->SetFreeBytesForTest([&] { return free; });
+  g->SetPendingBytes([&] { return memtables; });
+  EXPECT_EQ(g->Admit(8 << 20, SpaceGuard::Use::kGrow).code(), ENOSPC);  // no relief yet
+  g->SetRelieve([&] {
+    flushes++;
+    free -= memtables / 2;  // half of it was superseded
+    memtables = 0;
+    return true;
+  });
+  EXPECT_TRUE(g->Admit(8 << 20, SpaceGuard::Use::kGrow).ok());
+  EXPECT_EQ(flushes, 1);
+  // Small memtables: no flush, the refusal stands.
+  memtables = 1 << 20;
+  free = 17 << 20;
+  EXPECT_EQ(g->Admit(8 << 20, SpaceGuard::Use::kGrow).code(), ENOSPC);
+  EXPECT_EQ(flushes, 1);
+  // A flush that cannot run (no room for it) refuses as before.
+  memtables = 30 << 20;
+  g->SetRelieve([&] {
+    flushes++;
+    return false;
+  });
+  EXPECT_EQ(g->Admit(8 << 20, SpaceGuard::Use::kGrow).code(), ENOSPC);
+  EXPECT_EQ(flushes, 2);
+}
+
 TEST(SpaceGuardTest, ReserveIsTakenReleasedAndTakenBack) {
   testing::TempDir dir;
   uint64_t free = 1ull << 30;
