@@ -233,11 +233,7 @@ class RocksKv : public Kv {
     kv->db_ = std::move(d);
     if (ro.space && !ro.read_only) {
       ro.space->SetPendingBytes([raw] { return raw->PendingBytes(); });
-      ro.space->SetRelieve([raw] {
-        Status f = raw->Flush();
-        if (f.ok()) spdlog::info("space: flushed the database's memtables to make room");
-        return f.ok();
-      });
+      ro.space->SetRelieve([raw] { return raw->FlushWhatFits(); });
     }
     return std::unique_ptr<Kv>(std::move(kv));
   }
@@ -550,6 +546,28 @@ class RocksKv : public Kv {
     if (fcntl(lock_fd_, F_OFD_SETLK, &fl) != 0)
       return Status::Errorf(EBUSY, "open database {}: in use by another process", path_);
     return Status::Ok();
+  }
+
+  // The space guard's relief: flushes each family whose memtables fit in the free space (a flush
+  // writes only the latest value of each key, so it may free room the memtables' size claimed).
+  // True if one was flushed.
+  bool FlushWhatFits() {
+    auto d = Use();
+    if (!d || d->read_only || opts_.read_only || health_->stopped || !opts_.space) return false;
+    int flushed = 0;
+    uint64_t before = PendingBytes();
+    for (auto* hd : d->handles) {
+      uint64_t size = 0;
+      if (!d->db->GetIntProperty(hd, rocksdb::DB::Properties::kCurSizeAllMemTables, &size) || size < (1 << 20))
+        continue;
+      if (opts_.space->FreeBytes() < size + (1 << 20)) continue;
+      if (!d->db->Flush(rocksdb::FlushOptions(), hd).ok()) break;
+      flushed++;
+    }
+    if (flushed)
+      spdlog::info("space: flushed {} memtable families to make room ({:.1f} MiB before, {:.1f} MiB after)", flushed,
+                   before / 1048576.0, PendingBytes() / 1048576.0);
+    return flushed > 0;
   }
 
   uint64_t PendingBytes() {

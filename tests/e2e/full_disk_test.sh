@@ -179,6 +179,9 @@ for _ in $(seq 50); do [ -f "$LAYERFS_STORE/reserve" ] && break; touch "$M/poke"
 # --- (c) the daemon closes on a full disk, and read-only verbs work there without it.
 head -c 4000000 /dev/urandom >"$M/unsaved"  # uncommitted: survives the close in the WAL and log
 cp "$M/unsaved" "$WORK/unsaved"
+# stats encodes what commits left to the background first: no write of the daemon is in flight
+# when the disk fills (one admitted just before would meet it, and take the reserve: part (b)).
+lfs stats >/dev/null || fail "stats before the close"
 fill_outside
 lfs umount "$M" >/dev/null || fail "umount on a full disk"
 wait_daemon_gone 20
