@@ -14,9 +14,9 @@
 // take the pin lock exclusively, so it never frees a segment a reader or writer still needs.
 // Knows nothing of Workspaces: the caller says which segments are live.
 //
-// Integrity (format 5): a DataRef carries the XXH3-64 of the bytes it points at; every read of
+// Integrity (format 6): a DataRef carries the XXH3-64 of the bytes it points at; every read of
 // such a ref reads the whole ref and checks it, so a flipped byte or a segment cut short is EIO
-// naming the segment file, never wrong bytes. Refs of formats 3 and 4 carry none and are read as they
+// naming the segment file, never wrong bytes. Refs of formats 3 to 5 carry none and are read as they
 // are. Space: appends are admitted by the SpaceGuard first (ENOSPC before a byte is written); an
 // append that fails midway leaves bytes no record points at, reclaimed with the segment.
 #pragma once
@@ -52,7 +52,7 @@ struct DataRef {
   static DataRef Of(uint32_t seg, uint64_t off, std::string_view bytes);
 
   // FORMAT: u32 LE segment, u64 LE offset, u32 LE length; if bit 31 of the length word is set
-  // (format 5), a u64 LE XXH3-64 of the bytes follows (24 bytes in all; 16 without).
+  // (format 6), a u64 LE XXH3-64 of the bytes follows (24 bytes in all; 16 without).
   static constexpr uint32_t kHashFlag = 0x80000000u;
   size_t EncodedSize() const { return has_hash ? 24 : 16; }
   void EncodeTo(std::string* dst) const;

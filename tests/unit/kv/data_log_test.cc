@@ -191,7 +191,7 @@ TEST(DataLog, ACollectorErrorFreesNothing) {
 namespace layerfs::kv {
 namespace {
 
-// Format 5 refs carry a checksum (flagged in the length word); format 3 and 4 refs decode as before.
+// Format 6 refs carry a checksum (flagged in the length word); format 3 to 5 refs decode as before.
 TEST(DataRefTest, EncodesWithAndWithoutChecksum) {
   DataRef old(7, 1ull << 33, 65536);
   std::string e;

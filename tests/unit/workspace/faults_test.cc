@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 using layerfs::testing::RandomBytes;
 using layerfs::testing::TextBytes;
 constexpr uint32_t kCurrentFormat = history::kFormatVersion;
-static_assert(kCurrentFormat >= 5, "checksummed data-log records are format 5");
+static_assert(kCurrentFormat >= 6, "checksummed data-log records are format 6");
 
 class WorkspaceFaults : public ::testing::Test {
  protected:
