@@ -15,6 +15,9 @@ void BackgroundEncoder::Start() {
   stop_ = false;
   running_ = true;
   os_.SetDeferring(true);
+  // spdlog's registry is a lazily built singleton inside libspdlog; build it here so the thread
+  // below (which logs) starts after it exists rather than racing the first log call elsewhere.
+  spdlog::default_logger_raw();
   thread_ = std::thread([this] { Loop(); });
 }
 
