@@ -62,7 +62,8 @@ struct Context {
   ProgressFn progress;             // where long work reports; may be empty
 
   // The Store: the daemon's, or opened here. `read_only_ok` (the verbs that only read: log,
-  // show, diff, cat, export, verify, stats, branch listing): if the normal open fails for lack
+  // show, diff, cat, export, verify, stats, branch and remote listing, and status, read-file,
+  // list-dir, whose Workspace then writes nothing): if the normal open fails for lack
   // of space or permission, or on a read-only filesystem, the Store is opened read-only
   // instead (a note on stderr says so), so history stays readable on a full disk.
   Result<Store*> GetStore(bool read_only_ok = false);

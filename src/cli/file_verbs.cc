@@ -23,10 +23,12 @@ struct Opened {
   std::shared_ptr<workspace::Workspace> ws;
 };
 
-Result<Opened> Open(Context& ctx, const Args& a) {
+// `read_only_ok`: the verbs that only read open a Store they cannot write (a full disk) read-only
+// (Context::GetStore), and its Workspace writes nothing (Workspace::Open).
+Result<Opened> Open(Context& ctx, const Args& a, bool read_only_ok = false) {
   Opened o;
   LFS_ASSIGN(o.branch, ctx.BranchOfTarget(a.Str("target"), &o.mountpoint));
-  LFS_ASSIGN(Store * st, ctx.GetStore());
+  LFS_ASSIGN(Store * st, ctx.GetStore(read_only_ok));
   LFS_ASSIGN(auto head, st->BranchHead(o.branch));
   if (!head) return Status::NotFound(fmt::format("no branch '{}'", o.branch));
   if (o.mountpoint.empty() && ctx.mounts) {
@@ -59,7 +61,7 @@ Verb ReadFile() {
             {"offset", ArgType::kInt, "--offset", "First byte (default 0)"},
             {"length", ArgType::kInt, "--length", "At most this many bytes (default: to the end)"}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
-    LFS_ASSIGN(Opened o, Open(ctx, a));
+    LFS_ASSIGN(Opened o, Open(ctx, a, /*read_only_ok=*/true));
     const uint64_t off = static_cast<uint64_t>(a.Int("offset", 0));
     std::optional<uint64_t> len;
     if (a.Has("length")) len = static_cast<uint64_t>(a.Int("length"));
@@ -150,7 +152,7 @@ Verb ListDir() {
   v.read_only = true;
   v.args = {kTarget, {"path", ArgType::kString, "PATH", "Directory in the Workspace (default: its root)"}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
-    LFS_ASSIGN(Opened o, Open(ctx, a));
+    LFS_ASSIGN(Opened o, Open(ctx, a, /*read_only_ok=*/true));
     LFS_ASSIGN(auto entries, workspace::ListPath(*o.ws, a.Str("path")));
     json arr = json::array();
     for (const auto& e : entries) {

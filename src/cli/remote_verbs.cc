@@ -99,7 +99,7 @@ Verb RemoteList() {
   v.read_only = true;
   v.args = {{"verbose", ArgType::kBool, "-v,--verbose", "Show URLs and remote-tracking branches", false, true}};
   v.run = [](Context& ctx, const Args&, json* result) -> Status {
-    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(auto remotes, remote::ListRemotes(*st));
     LFS_ASSIGN(auto rrefs, st->RemoteRefs());
     auto source = std::dynamic_pointer_cast<remote::LazySource>(st->objects().source());

@@ -130,6 +130,8 @@ Verb StatusVerb() {
     std::string mp;
     LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
     if (!mp.empty()) LFS_TRY(SyncMount(mp));
+    // On a full disk the Store opens read-only, and its Workspace writes nothing.
+    LFS_TRY(ctx.GetStore(/*read_only_ok=*/true).status());
     LFS_ASSIGN(auto* reg, ctx.Workspaces());
     LFS_ASSIGN(auto ws, reg->Get(branch));
     LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));

@@ -157,5 +157,10 @@ struct RocksOptions {
 // log; ENOSPC if there is no room to open it (with opts.space, after releasing the reserve).
 Result<std::unique_ptr<Kv>> OpenRocksKv(const std::string& path, const RocksOptions& opts);
 std::unique_ptr<Kv> NewMemKv();
+// A Kv that reads `base` and keeps every write in memory, never reaching `base` or a disk: what
+// a Workspace on a read-only Store (a full disk) writes to be read (its state, the directories
+// it materialises) lives and dies with it. Reads see base and the writes; snapshots hold both.
+// `base` is only read and must outlive it, and must not change meanwhile (a read-only RocksKv).
+std::unique_ptr<Kv> NewScratchKv(Kv& base);
 
 }  // namespace layerfs::kv

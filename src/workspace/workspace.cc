@@ -608,8 +608,8 @@ Workspace::~Workspace() {
   }
 }
 
-static Result<uint64_t> AllocateWsid(Store& store) {
-  LFS_ASSIGN(auto v, store.kv().Get(kv::Cf::kMeta, kWsNextKey));
+static Result<uint64_t> AllocateWsid(kv::Kv& kv) {
+  LFS_ASSIGN(auto v, kv.Get(kv::Cf::kMeta, kWsNextKey));
   uint64_t id = 1;
   if (v && v->size() == 8) id = base::GetBigEndian64(v->data());
   std::string next;
@@ -617,7 +617,7 @@ static Result<uint64_t> AllocateWsid(Store& store) {
   kv::Batch b;
   b.set_space_exempt();
   b.Put(kv::Cf::kMeta, kWsNextKey, next);
-  LFS_TRY(store.kv().Write(b, false));
+  LFS_TRY(kv.Write(b, false));
   return id;
 }
 
@@ -629,9 +629,12 @@ Result<bool> HasWorkspace(Store& store, const std::string& branch) {
 Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const WorkspaceOptions& opts) {
   static std::mutex open_mu;  // serialises workspace-id allocation
   std::lock_guard ol(open_mu);
+  // A read-only Store (a full disk): the Workspace writes to memory only (Impl::scratch_).
+  std::unique_ptr<kv::Kv> scratch = store.kv().read_only() ? kv::NewScratchKv(store.kv()) : nullptr;
+  kv::Kv& kv = scratch ? *scratch : store.kv();
   if (opts.read_only) {
-    LFS_ASSIGN(uint64_t wsid, AllocateWsid(store));
-    auto impl = std::make_unique<Impl>(store, wsid, true);
+    LFS_ASSIGN(uint64_t wsid, AllocateWsid(kv));
+    auto impl = std::make_unique<Impl>(store, wsid, true, std::move(scratch));
     LFS_TRY(impl->InitFresh(opts.commit));
     impl->next_gen_ = static_cast<uint64_t>(history::NowNanos());
     return std::unique_ptr<Workspace>(new Workspace(std::move(impl), opts));
@@ -639,21 +642,21 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
   LFS_ASSIGN(auto head, store.BranchHead(opts.branch));
   if (!head) return Status::NotFound(fmt::format("no branch '{}'", opts.branch));
   std::string key = std::string(kWsKeyPrefix) + opts.branch;
-  LFS_ASSIGN(auto idv, store.kv().Get(kv::Cf::kMeta, key));
+  LFS_ASSIGN(auto idv, kv.Get(kv::Cf::kMeta, key));
   uint64_t wsid;
   if (idv && idv->size() == 8) {
     wsid = base::GetBigEndian64(idv->data());
   } else {
-    LFS_ASSIGN(wsid, AllocateWsid(store));
+    LFS_ASSIGN(wsid, AllocateWsid(kv));
     std::string v;
     base::PutBigEndian64(&v, wsid);
     kv::Batch b;
     b.Put(kv::Cf::kMeta, key, v);
-    LFS_TRY(store.kv().Write(b, true));
+    LFS_TRY(kv.Write(b, true));
   }
-  auto impl = std::make_unique<Impl>(store, wsid, false);
+  auto impl = std::make_unique<Impl>(store, wsid, false, std::move(scratch));
   impl->next_gen_ = static_cast<uint64_t>(history::NowNanos());
-  LFS_ASSIGN(auto state, store.kv().Get(kv::Cf::kWorkspace, impl->keys_.State()));
+  LFS_ASSIGN(auto state, kv.Get(kv::Cf::kWorkspace, impl->keys_.State()));
   bool fresh = !state;
   if (state) {
     base::Reader r(*state);
@@ -671,7 +674,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
       // The branch moved (import, fork target reset). A clean workspace follows it; a dirty one
       // stays on its base, and its next commit reports the move.
       bool dirty = false;
-      LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, impl->keys_.DirtyPrefix(),
+      LFS_TRY(kv.Scan(kv::Cf::kWorkspace, impl->keys_.DirtyPrefix(),
                               history::PrefixEnd(impl->keys_.DirtyPrefix()), [&](auto, auto) {
                                 dirty = true;
                                 return false;
@@ -680,7 +683,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
         kv::Batch b;
         b.set_space_exempt();
         b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.prefix(), impl->keys_.End());
-        LFS_TRY(store.kv().Write(b, false));
+        LFS_TRY(kv.Write(b, false));
         fresh = true;
       }
     }
@@ -693,7 +696,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
     kv::Batch b;
     b.set_space_exempt();
     std::string op = impl->keys_.OrphanPrefix();
-    LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, op, history::PrefixEnd(op), [&](auto k, auto) {
+    LFS_TRY(kv.Scan(kv::Cf::kWorkspace, op, history::PrefixEnd(op), [&](auto k, auto) {
       Ino ino = Keys::InoAt(k, op.size());
       b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Inode(ino), impl->keys_.InodeEnd(ino));
       b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Block(ino, 0), impl->keys_.BlocksEnd(ino));
@@ -702,10 +705,10 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
       b.Delete(kv::Cf::kWorkspace, k);
       return true;
     }));
-    if (!b.empty()) LFS_TRY(store.kv().Write(b, false));
+    if (!b.empty()) LFS_TRY(kv.Write(b, false));
   }
   std::string dp = impl->keys_.DirtyPrefix();
-  LFS_TRY(store.kv().Scan(kv::Cf::kWorkspace, dp, history::PrefixEnd(dp), [&](auto k, auto v) {
+  LFS_TRY(kv.Scan(kv::Cf::kWorkspace, dp, history::PrefixEnd(dp), [&](auto k, auto v) {
     base::Reader r(v);
     uint64_t gen = 0;
     (void)r.Varint(&gen);
@@ -743,7 +746,7 @@ ObjectId Workspace::base_commit() const {
 // ---- Operations ----
 
 #define LFS_WRITABLE() \
-  if (opts_.read_only) return Status::Error(EROFS, "read-only workspace")
+  if (opts_.read_only || impl_->scratch_) return Status::Error(EROFS, "read-only workspace")
 
 Result<Attr> Workspace::Lookup(Ino parent, std::string_view name) {
   std::shared_lock l(impl_->mu_);

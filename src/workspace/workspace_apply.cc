@@ -417,7 +417,7 @@ Status Applier::Run(std::vector<Notice>* notices) {
 }
 
 Status Workspace::Apply(const ApplyRequest& req) {
-  if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
+  if (opts_.read_only || impl_->scratch_) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
   std::vector<Notice> notices;
   {

@@ -220,7 +220,7 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
 
 Result<ObjectId> Workspace::Commit(const std::string& message, const std::vector<ObjectId>& more_parents,
                                    bool end_merge) {
-  if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
+  if (opts_.read_only || impl_->scratch_) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
   Result<ObjectId> r = CommitLocked(message, more_parents, end_merge);
   // Blocks this commit folded into history are gone from the data log's records (DeleteBlocks
@@ -332,7 +332,7 @@ Result<std::vector<DiffEntry>> Workspace::Changes() {
 }
 
 Status Workspace::Reset(const std::optional<ObjectId>& to) {
-  if (opts_.read_only) return Status::Error(EROFS, "read-only workspace");
+  if (opts_.read_only || impl_->scratch_) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
   Status s = [&]() -> Status {
   std::lock_guard cl(im->commit_mu_);

@@ -16,8 +16,10 @@ namespace layerfs::workspace {
 
 class Workspace::Impl {
  public:
-  Impl(Store& store, uint64_t wsid, bool ephemeral)
-      : store_(store), kv_(store.kv()), log_(store.data_log()), keys_(wsid), ephemeral_(ephemeral) {}
+  // `scratch` (a Store opened read-only): the Kv the Workspace reads and writes, over the Store's.
+  Impl(Store& store, uint64_t wsid, bool ephemeral, std::unique_ptr<kv::Kv> scratch = nullptr)
+      : store_(store), scratch_(std::move(scratch)), kv_(scratch_ ? *scratch_ : store.kv()),
+        log_(store.data_log()), keys_(wsid), ephemeral_(ephemeral) {}
 
   // All REQUIRE mu_ held (shared is enough for the ones that only read) unless noted.
   Result<Inode> Load(Ino ino, const kv::Snapshot* snap = nullptr);
@@ -77,6 +79,10 @@ class Workspace::Impl {
                                                                  const kv::Snapshot* snap, objects::Txn* txn);
 
   Store& store_;
+  // On a read-only Store, the Workspace's records live in memory over the Store's (kv.h,
+  // NewScratchKv): opening and reading it (status, read-file, list-dir on a full disk) writes
+  // nothing; changes still fail, as the Store's own writes (commit) are EROFS.
+  std::unique_ptr<kv::Kv> scratch_;
   kv::Kv& kv_;
   kv::DataLog& log_;  // lock order: a pin before mu_
   Keys keys_;

@@ -197,11 +197,23 @@ for verb in "log main" "branch" "show $c3" "diff $c1 $c3" "cat $c3:back" "stats"
   lfs $verb >"$WORK/ro.out" 2>"$WORK/ro.err" || fail "layerfs $verb on a full disk without a daemon: $(cat "$WORK/ro.err")"
   grep -q "opened read-only" "$WORK/ro.err" || fail "layerfs $verb did not say it read a read-only Store: $(cat "$WORK/ro.err")"
 done
+# The live Workspace too: status, read-file and list-dir open it over the read-only Store, in
+# memory, and show the uncommitted file.
+lfs status main >"$WORK/ro.out" 2>"$WORK/ro.err" || fail "status on a full disk without a daemon: $(cat "$WORK/ro.err")"
+grep -q "opened read-only" "$WORK/ro.err" || fail "status did not say it read a read-only Store: $(cat "$WORK/ro.err")"
+grep -qx $'A\tunsaved' "$WORK/ro.out" || fail "status on a full disk lacks the uncommitted file: $(cat "$WORK/ro.out")"
+[ -z "$(grep -vx $'A\tunsaved' "$WORK/ro.out" | grep -vx $'A\tpoke')" ] || fail "status on a full disk: $(cat "$WORK/ro.out")"
+lfs read-file main unsaved >"$WORK/ro.out" 2>"$WORK/ro.err" || fail "read-file on a full disk: $(cat "$WORK/ro.err")"
+cmp "$WORK/ro.out" "$WORK/unsaved" || fail "read-file on a full disk read other bytes"
+lfs list-dir main >"$WORK/ro.out" 2>"$WORK/ro.err" || fail "list-dir on a full disk: $(cat "$WORK/ro.err")"
+grep -q " 4000000 unsaved$" "$WORK/ro.out" || fail "list-dir on a full disk: $(cat "$WORK/ro.out")"
 lfs export "$c3" "$WORK/export" 2>/dev/null || fail "export on a full disk"
 cmp "$WORK/export/keep/blob" "$WORK/blob" || fail "exported file differs"
 [ "$(listing)" = "$before_ro" ] || fail "read-only verbs changed the Store's files: $(diff <(echo "$before_ro") <(listing))"
 expect_fail fork nope main
 grep -qi "read-only\|space" "$WORK/stderr" || fail "fork on a full disk: $(cat "$WORK/stderr")"
+expect_fail write-file main nope --content x
+grep -qi "read-only\|space" "$WORK/stderr" || fail "write-file on a full disk: $(cat "$WORK/stderr")"
 
 [ -f "$LAYERFS_STORE/reserve" ] || fail "read-only verbs released the reserve"
 # A mount on the full disk starts (the reserve gives the database room to open), and deleting

@@ -116,6 +116,62 @@ TEST(PatchCodec, RejectsMalformedOperands) {
   EXPECT_EQ(v, "aZZ");
 }
 
+// A scratch Kv over a Kv it must not change: every write is seen through it and none reaches
+// the base; scans merge the two in key order; snapshots hold both sides.
+TEST(ScratchKv, WritesStayInMemoryOverTheBase) {
+  auto base = NewMemKv();
+  Batch b;
+  for (const char* k : {"a", "c", "e", "g", "i"}) b.Put(Cf::kWorkspace, k, std::string("base-") + k);
+  b.Put(Cf::kMeta, "m", "meta");
+  ASSERT_TRUE(base->Write(b, true).ok());
+  auto scratch = NewScratchKv(*base);
+  auto dump = [](Kv& kv, const Snapshot* snap = nullptr, std::string_view from = "", std::string_view to = "") {
+    std::string out;
+    EXPECT_TRUE(kv.Scan(Cf::kWorkspace, from, to, [&](auto k, auto v) {
+      out += std::string(k) + "=" + std::string(v) + ";";
+      return true;
+    }, snap).ok());
+    return out;
+  };
+  const std::string before = dump(*base);
+  b.Clear();
+  b.Put(Cf::kWorkspace, "b", "new-b");        // between base keys
+  b.Put(Cf::kWorkspace, "c", "new-c");        // over a base key
+  b.Delete(Cf::kWorkspace, "e");              // hides a base key
+  b.Put(Cf::kWorkspace, "z", "new-z");        // after every base key
+  b.Patch(Cf::kWorkspace, "g", 0, "G");       // patches the base's value
+  ASSERT_TRUE(scratch->Write(b, true).ok());
+  auto snap = scratch->GetSnapshot();
+  EXPECT_EQ(dump(*scratch), "a=base-a;b=new-b;c=new-c;g=Gase-g;i=base-i;z=new-z;");
+  b.Clear();
+  b.DeleteRange(Cf::kWorkspace, "b", "i");    // ours and the base's
+  b.Put(Cf::kWorkspace, "d", "after-range");  // a later write in the same batch wins
+  ASSERT_TRUE(scratch->Write(b, false).ok());
+  EXPECT_EQ(dump(*scratch), "a=base-a;d=after-range;i=base-i;z=new-z;");
+  EXPECT_EQ(dump(*scratch, snap.get()), "a=base-a;b=new-b;c=new-c;g=Gase-g;i=base-i;z=new-z;");
+  EXPECT_EQ(dump(*scratch, nullptr, "c", "j"), "d=after-range;i=base-i;");
+  // A scan that stops early stops on either side.
+  int seen = 0;
+  ASSERT_TRUE(scratch->Scan(Cf::kWorkspace, "", "", [&](auto, auto) { return ++seen < 2; }).ok());
+  EXPECT_EQ(seen, 2);
+  auto g = scratch->Get(Cf::kWorkspace, "g");
+  ASSERT_TRUE(g.ok());
+  EXPECT_FALSE(g->has_value());
+  auto gs = scratch->Get(Cf::kWorkspace, "g", snap.get());
+  ASSERT_TRUE(gs.ok() && gs->has_value());
+  EXPECT_EQ(**gs, "Gase-g");
+  EXPECT_EQ(**scratch->Get(Cf::kMeta, "m"), "meta");
+  // A bad batch applies nothing.
+  b.Clear();
+  b.Put(Cf::kWorkspace, "q", "x");
+  b.Patch(Cf::kMeta, "m", 0, "x");
+  EXPECT_EQ(scratch->Write(b, false).code(), EINVAL);
+  EXPECT_FALSE(scratch->Get(Cf::kWorkspace, "q")->has_value());
+  // The base saw none of it.
+  EXPECT_EQ(dump(*base), before);
+  EXPECT_EQ(**base->Get(Cf::kWorkspace, "g"), "base-g");
+}
+
 INSTANTIATE_TEST_SUITE_P(Impls, KvTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Rocks" : "Mem"; });
 

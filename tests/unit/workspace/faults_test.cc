@@ -489,6 +489,7 @@ TEST_F(WorkspaceDamage, ReadOnlyStoreReadsAndWritesNothing) {
   Ino g = ws_->Mknod(kRootIno, "g", S_IFREG | 0644, 0, {})->ino;
   ASSERT_TRUE(ws_->Write(g, 0, RandomBytes(4 * kBlockSize, 8)).ok());  // uncommitted, in the log
   ASSERT_TRUE(ws_->Fsync(g, false).ok());
+  ASSERT_TRUE(store_->Fork("other", "main").ok());
   ws_.reset();
   // As a killed daemon leaves it: copy the files while the Store is open.
   layerfs::testing::TempDir copy;
@@ -513,8 +514,39 @@ TEST_F(WorkspaceDamage, ReadOnlyStoreReadsAndWritesNothing) {
     EXPECT_TRUE(wv->problems.empty());
     EXPECT_EQ(wv->blocks, 4u);
     EXPECT_TRUE((*ro)->Stats().ok());
-    EXPECT_EQ((*ro)->Fork("other", "main").code(), EROFS);
+    EXPECT_EQ((*ro)->Fork("third", "main").code(), EROFS);
     EXPECT_EQ((*ro)->Gc().status().code(), EROFS);
+    // The branch's Workspace (what `status`, `read-file`, `list-dir` open) reads its
+    // uncommitted changes, from the data log too, without writing a byte; changes are EROFS.
+    auto ws = Workspace::Open(**ro, {.branch = "main"});
+    ASSERT_TRUE(ws.ok()) << ws.status().message();
+    auto changes = (*ws)->Changes();
+    ASSERT_TRUE(changes.ok()) << changes.status().message();
+    ASSERT_EQ(changes->size(), 1u);
+    EXPECT_EQ((*changes)[0].path, "g");
+    EXPECT_EQ((*changes)[0].change, 'A');
+    auto ga = (*ws)->LookupPath("g");
+    ASSERT_TRUE(ga.ok());
+    EXPECT_EQ(*(*ws)->Read(ga->ino, 0, 4 * kBlockSize), RandomBytes(4 * kBlockSize, 8));
+    auto fa = (*ws)->LookupPath("f");
+    ASSERT_TRUE(fa.ok());
+    EXPECT_EQ(*(*ws)->Read(fa->ino, 0, 3 * kBlockSize), RandomBytes(3 * kBlockSize, 7));
+    auto names = (*ws)->ReadDir(kRootIno);
+    ASSERT_TRUE(names.ok());
+    std::set<std::string> listed;
+    for (const auto& e : *names) listed.insert(e.name);
+    EXPECT_TRUE(listed.count("f") && listed.count("g"));
+    EXPECT_EQ((*ws)->Write(fa->ino, 0, "x").status().code(), EROFS);
+    EXPECT_EQ((*ws)->Mknod(kRootIno, "h", S_IFREG | 0644, 0, {}).status().code(), EROFS);
+    EXPECT_EQ((*ws)->Commit("no").status().code(), EROFS);
+    // A branch never given a Workspace opens fresh at its head, in memory.
+    auto other = Workspace::Open(**ro, {.branch = "other"});
+    ASSERT_TRUE(other.ok()) << other.status().message();
+    EXPECT_TRUE((*other)->Changes()->empty());
+    auto of = (*other)->LookupPath("f");
+    ASSERT_TRUE(of.ok());
+    EXPECT_EQ(*(*other)->Read(of->ino, 0, 3 * kBlockSize), RandomBytes(3 * kBlockSize, 7));
+    EXPECT_EQ((*other)->LookupPath("g").status().code(), ENOENT);
   }
   EXPECT_EQ(Tree(p), before);
 }
