@@ -23,6 +23,7 @@ namespace layerfs {
 
 namespace kv {
 class Kv;
+class FileIo;
 class DataLog;
 class Batch;
 class SpaceGuard;
@@ -129,6 +130,9 @@ struct StoreOpenOptions {
   // and try again. The daemon does: it is what serves the mounts through which files are
   // deleted to make room. CLI verbs do not, so they cannot use up the reserve on a full disk.
   bool release_reserve = false;
+  // Every call that changes the Store's files (database and data log) goes through `io`
+  // (kv/file_io.h; tests: a power-loss layer, kv/power_loss.h). Null: the plain system calls.
+  std::shared_ptr<kv::FileIo> io;
 };
 
 class Store {

@@ -232,6 +232,28 @@ static bool DirIsEmptyOrAbsent(const std::string& path, bool* exists) {
   return empty;
 }
 
+// The replay check of the database (kv/rocks_replay_filter.h): a Workspace's `P R` record
+// (docs/format.md: BE64 workspace id, 'R', ...; value: a DataRef, then patches) must point at
+// bytes that are in its data-log segment, if that segment is still there. After a power cut that
+// took the data log's unsynced tail but not the WAL's, the replay stops at the first record that
+// does not. The length word's bit 31 flags a checksum (format 6): DecodePrefix masks it. Sizes
+// are looked up each time, not cached: a reopen in the same process (kv.h, Recover) replays a
+// WAL whose records point into segments that grew since the last open.
+static std::function<bool(std::string_view, std::string_view)> DataRefsOnDisk(const std::string& store_path) {
+  const std::string dir = store_path + "/data";
+  return [dir](std::string_view key, std::string_view value) {
+    if (key.size() < 9 || key[8] != 'R') return true;
+    kv::DataRef ref;
+    size_t used = 0;
+    if (!kv::DataRef::DecodePrefix(value, &ref, &used)) return true;
+    struct stat st;
+    // A segment that is gone was collected: the records pointing into it were deleted by a
+    // later write (a segment's name is durable before any record points into it).
+    if (::stat(fmt::format("{}/{:08}.seg", dir, ref.segment).c_str(), &st) != 0) return true;
+    return ref.offset + ref.length <= static_cast<uint64_t>(st.st_size);
+  };
+}
+
 // The Store's own pieces beside its database: the space guard and the data log (both read-only
 // for a read-only open), and the database's options that tie them to it.
 struct StoreParts {
@@ -240,13 +262,15 @@ struct StoreParts {
   kv::RocksOptions ro;
 };
 
-static Result<StoreParts> MakeParts(const std::string& path, bool read_only) {
+static Result<StoreParts> MakeParts(const std::string& path, bool read_only, std::shared_ptr<kv::FileIo> io) {
   StoreParts p;
   p.space = kv::SpaceGuard::Open(path, !read_only, kv::SpaceGuard::DefaultOptions());
-  LFS_ASSIGN(p.log, kv::DataLog::Open(path + "/data", {.space = p.space.get(), .read_only = read_only}));
+  LFS_ASSIGN(p.log, kv::DataLog::Open(path + "/data", {.space = p.space.get(), .read_only = read_only, .io = io}));
   p.ro.read_only = read_only;
   p.ro.space = p.space.get();
-  kv::DataLog* log = p.log.get();
+  p.ro.io = std::move(io);
+  p.ro.workspace_replay_ok = DataRefsOnDisk(path);
+  kv::DataLog* log = p.log.get();  // outlives the Kv (Store::data_log_)
   p.ro.before_sync = [log] { return log->Sync(); };
   return p;
 }
@@ -264,7 +288,7 @@ Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Poli
   // RocksDB would make db/ 0755 (less the umask).
   if (mkdir((path + "/db").c_str(), 0700) != 0 && errno != EEXIST)
     return Status::Errorf(errno, "create {}/db: {}", path, strerror(errno));
-  LFS_ASSIGN(StoreParts parts, MakeParts(path, false));
+  LFS_ASSIGN(StoreParts parts, MakeParts(path, false, nullptr));
   parts.ro.create_if_missing = true;
   parts.ro.file_mode = 0600;
   parts.ro.error_if_exists = true;
@@ -280,7 +304,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
     return Status::NotFound(fmt::format("{} is not a LayerFS store", path));
   }
   LFS_TRY(base::RefuseSymlink(path + "/db", "database"));
-  LFS_ASSIGN(StoreParts parts, MakeParts(path, opts.read_only));
+  LFS_ASSIGN(StoreParts parts, MakeParts(path, opts.read_only, opts.io));
   parts.ro.file_mode = base::StoreFileMode(path);
   parts.ro.release_reserve_to_open = opts.release_reserve;
   auto kvp = kv::OpenRocksKv(path + "/db", parts.ro);

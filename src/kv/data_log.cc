@@ -53,8 +53,9 @@ bool DataRef::Decode(std::string_view src, DataRef* out) {
 struct DataLog::Segment {
   int fd = -1;
   std::string mem;  // in-memory log
+  std::shared_ptr<FileIo> io;
   ~Segment() {
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0) io->Close(fd);
   }
 };
 
@@ -70,6 +71,7 @@ Result<std::unique_ptr<DataLog>> DataLog::Open(const std::string& dir, const Dat
   auto log = std::unique_ptr<DataLog>(new DataLog());
   log->dir_ = dir;
   log->opts_ = opts;
+  log->io_ = opts.io ? opts.io : FileIo::Posix();
   if (dir.empty()) return log;
   // Segments are written only inside the Store (base/store_files.h).
   LFS_TRY(base::RefuseSymlink(dir, "data log"));
@@ -88,7 +90,8 @@ Result<std::unique_ptr<DataLog>> DataLog::Open(const std::string& dir, const Dat
   closedir(d);
   for (uint32_t seg : found) {
     auto s = std::make_shared<Segment>();
-    s->fd = ::open(SegName(dir, seg).c_str(), (opts.read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
+    s->io = log->io_;
+    s->fd = log->io_->Open(SegName(dir, seg), (opts.read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC, 0);
     if (s->fd < 0) return Errno("open " + SegName(dir, seg));
     log->segments_[seg] = std::move(s);
     log->next_ = std::max(log->next_, seg + 1);
@@ -104,16 +107,21 @@ Status DataLog::StartSegment() {
   if (active_ != 0) collect_wanted_ = true;
   uint32_t seg = next_++;
   auto s = std::make_shared<Segment>();
+  s->io = io_;
   if (!dir_.empty()) {
-    if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) return Errno("create " + dir_);
-    s->fd = ::open(SegName(dir_, seg).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (io_->Mkdir(dir_, 0700) == 0) {
+      // A new data/ is a name in the Store's directory: without a sync of that, a power cut
+      // takes data/ away with every segment in it, after their records were made durable.
+      const auto slash = dir_.rfind('/');
+      const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : dir_.substr(0, slash);
+      if (io_->SyncDir(parent) != 0) return Errno("sync " + parent);
+    } else if (errno != EEXIST) {
+      return Errno("create " + dir_);
+    }
+    s->fd = io_->Open(SegName(dir_, seg), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (s->fd < 0) return Errno("create " + SegName(dir_, seg));
     // The new name must survive a crash before the records pointing into it are synced.
-    int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      (void)::fsync(dfd);
-      ::close(dfd);
-    }
+    if (io_->SyncDir(dir_) != 0) return Errno("sync " + dir_);
   }
   segments_[seg] = std::move(s);
   active_ = seg;
@@ -162,7 +170,7 @@ Result<DataRef> DataLog::Append(std::string_view data) {
   }
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t n = ::pwrite(s->fd, data.data() + done, data.size() - done, ref.offset + done);
+    ssize_t n = io_->Pwrite(s->fd, data.data() + done, data.size() - done, ref.offset + done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       // The disk filled under us (something else wrote to it): what was written is pointed at
@@ -252,6 +260,9 @@ std::optional<DataLog::FileRange> DataLog::File(const DataRef& ref) {
 }
 
 Status DataLog::Sync() {
+  // One at a time: a second caller must not return while the first is still syncing the
+  // segments it took (the database syncs after this returns, from any thread).
+  std::lock_guard serial(sync_mu_);
   std::vector<std::shared_ptr<Segment>> todo;
   std::set<uint32_t> segs;
   {
@@ -263,7 +274,7 @@ Status DataLog::Sync() {
     }
   }
   for (auto& s : todo) {
-    if (::fdatasync(s->fd) != 0) {
+    if (io_->Fdatasync(s->fd) != 0) {
       Status st = Errno("sync data segment");
       std::lock_guard l(mu_);
       unsynced_.insert(segs.begin(), segs.end());
@@ -304,10 +315,10 @@ Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>&
     collect_wanted_ = false;
   }
   for (uint32_t seg : dead_ids)
-    if (!dir_.empty() && ::unlink(SegName(dir_, seg).c_str()) != 0 && errno != ENOENT)
+    if (!dir_.empty() && io_->Unlink(SegName(dir_, seg)) != 0 && errno != ENOENT)
       return Errno("delete data segment");
   // An empty log leaves no directory behind (a Store's size is its data); the next append makes it.
-  if (!dir_.empty() && empty()) (void)::rmdir(dir_.c_str());
+  if (!dir_.empty() && empty()) (void)io_->Rmdir(dir_);
   return true;
 }
 

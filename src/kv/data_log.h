@@ -19,6 +19,12 @@
 // naming the segment file, never wrong bytes. Refs of formats 3 to 5 carry none and are read as they
 // are. Space: appends are admitted by the SpaceGuard first (ENOSPC before a byte is written); an
 // append that fails midway leaves bytes no record points at, reclaimed with the segment.
+//
+// Crash safety (docs/reliability.md, "Power loss"): a segment's name is made durable (a sync of
+// data/, and of the Store directory when data/ is new) before Append returns its first ref, so a
+// record that a sync made durable never points at a segment a power cut could take away.
+// Every call that changes a file goes through a kv::FileIo (kv/file_io.h), so a test can cut the
+// power under it.
 #pragma once
 
 #include <atomic>
@@ -33,6 +39,7 @@
 #include <string>
 #include <string_view>
 
+#include "kv/file_io.h"
 #include "layerfs/status.h"
 
 namespace layerfs::kv {
@@ -65,6 +72,7 @@ struct DataRef {
 struct DataLogOptions {
   SpaceGuard* space = nullptr;  // admits appends; may be null (no limit)
   bool read_only = false;       // segments opened read-only; no append, no collection
+  std::shared_ptr<FileIo> io;   // the calls that change files (kv/file_io.h); null: FileIo::Posix()
 };
 
 class DataLog {
@@ -132,7 +140,9 @@ class DataLog {
 
   std::string dir_;
   DataLogOptions opts_;
+  std::shared_ptr<FileIo> io_;  // opts_.io, or FileIo::Posix()
   std::shared_mutex pins_;
+  std::mutex sync_mu_;  // serialises Sync
   std::mutex mu_;  // segments_, active_, tail_, unsynced_
   std::map<uint32_t, std::shared_ptr<Segment>> segments_;
   uint32_t active_ = 0;  // 0: none yet

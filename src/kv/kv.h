@@ -21,6 +21,8 @@
 
 namespace layerfs::kv {
 
+class FileIo;
+
 // FORMAT: the order and names of column families are persisted; append only.
 enum class Cf : uint8_t { kMeta = 0, kBlobs = 1, kTrees = 2, kCommits = 3, kIndex = 4, kWorkspace = 5 };
 constexpr int kNumCfs = 6;
@@ -147,9 +149,20 @@ struct RocksOptions {
   // An open that fails for lack of space releases the reserve and tries again (a daemon that
   // must start on a full disk); off for the read-only verbs, which fall back to a read-only open.
   bool release_reserve_to_open = true;
-  // Called before every synced write and before every flush: what the records about to become
-  // durable point at must be durable first (the data log's Sync). May be empty.
+  // Run before every sync of a database file (a synced write, SyncWal, a flush, a compaction,
+  // a MANIFEST update): what the records about to become durable point at must be durable
+  // first (the data log's Sync; kv/rocks_sync_order.h). A failure fails that sync. May be empty.
   std::function<Status()> before_sync;
+  // WAL replay at open: the first write batch holding a Put to kWorkspace for which this
+  // returns false, and everything after it, is not replayed (kv/rocks_replay_filter.h). May be
+  // empty.
+  std::function<bool(std::string_view key, std::string_view value)> workspace_replay_ok;
+  // The database's files, from the bottom up (each wraps the one before; kv/rocks_kv.cc):
+  // RocksDB's default file system; io->RocksFileSystem() (tests: kv/power_loss.h records what
+  // reached the disk); faults (tests: kv/file_faults.h fails appends and syncs); the sync order
+  // (before_sync); the Store's file mode (kv/rocks_private_fs.h). A fault fails a call before
+  // the power-loss layer sees it, and before_sync runs before either sees a sync.
+  std::shared_ptr<FileIo> io;             // null: RocksDB's default file system
   std::shared_ptr<FileFaults> faults;     // tests: faults in the database's files
 };
 // Opens (or creates) the RocksDB database at `path`. Fails with EBUSY if another process holds

@@ -1,5 +1,6 @@
 // The fault-injecting file system under a RocksKv in tests (kv/file_faults.h): RocksDB's own
-// FileSystem with a wrapper on every writable file that spends the armed space budget.
+// FileSystem (or the file system given, kv.h: RocksOptions::io) with a wrapper on every
+// writable file that spends the armed space budget.
 #include <rocksdb/env.h>
 
 #include "kv/rocks_internal.h"
@@ -100,8 +101,9 @@ class FaultFs : public rocksdb::FileSystemWrapper {
 
 }  // namespace
 
-std::shared_ptr<rocksdb::FileSystem> FaultFileSystem(std::shared_ptr<FileFaults> faults) {
-  return std::make_shared<FaultFs>(rocksdb::FileSystem::Default(), std::move(faults));
+std::shared_ptr<rocksdb::FileSystem> FaultFileSystem(std::shared_ptr<rocksdb::FileSystem> base,
+                                                     std::shared_ptr<FileFaults> faults) {
+  return std::make_shared<FaultFs>(std::move(base), std::move(faults));
 }
 
 }  // namespace layerfs::kv::rocks

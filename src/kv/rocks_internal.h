@@ -24,7 +24,8 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what);
 rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cache>& cache);
 rocksdb::DBOptions DbOptions();
 
-// The default file system with `faults` applied to its writable files.
-std::shared_ptr<rocksdb::FileSystem> FaultFileSystem(std::shared_ptr<FileFaults> faults);
+// `base` with `faults` applied to its writable files.
+std::shared_ptr<rocksdb::FileSystem> FaultFileSystem(std::shared_ptr<rocksdb::FileSystem> base,
+                                                     std::shared_ptr<FileFaults> faults);
 
 }  // namespace layerfs::kv::rocks

@@ -34,9 +34,12 @@
 #include <rocksdb/table_properties.h>
 #include <spdlog/spdlog.h>
 
+#include "kv/file_io.h"
 #include "kv/kv.h"
 #include "kv/rocks_internal.h"
 #include "kv/rocks_private_fs.h"
+#include "kv/rocks_replay_filter.h"
+#include "kv/rocks_sync_order.h"
 #include "kv/space_guard.h"
 
 namespace layerfs::kv {
@@ -71,6 +74,7 @@ using rocks::FromRocks;
 // One open instance of the database. A recovery replaces it; calls in flight and snapshots keep
 // the instance they started on, which closes when the last of them lets go.
 struct Db {
+  std::unique_ptr<rocksdb::WalFilter> replay_filter;  // used while the instance opens
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   bool read_only = false;
@@ -203,10 +207,14 @@ class RocksKv : public Kv {
     kv->path_ = path;
     kv->opts_ = ro;
     kv->cache_ = rocksdb::NewLRUCache(ro.block_cache_bytes);
-    // Table, log and manifest files in the Store's mode (RocksDB would make them 0644); the tests'
-    // faults below that.
-    std::shared_ptr<rocksdb::FileSystem> fs =
-        ro.faults ? rocks::FaultFileSystem(ro.faults) : rocksdb::FileSystem::Default();
+    // The database's files, bottom up (kv.h, RocksOptions::io): RocksDB's file system; the
+    // Store's FileIo (tests: a power-loss layer, kv/power_loss.h); the tests' faults; the data
+    // log synced before any sync of a database file (kv/rocks_sync_order.h); table, log and
+    // manifest files in the Store's mode (RocksDB would make them 0644).
+    std::shared_ptr<rocksdb::FileSystem> fs = rocksdb::FileSystem::Default();
+    if (ro.io) fs = ro.io->RocksFileSystem(std::move(fs));
+    if (ro.faults) fs = rocks::FaultFileSystem(std::move(fs), ro.faults);
+    if (ro.before_sync) fs = SyncOrderedFileSystem(std::move(fs), ro.before_sync);
     kv->env_ = rocksdb::NewCompositeEnv(PrivateFileSystem(std::move(fs), ro.file_mode));
     RocksKv* raw = kv.get();
     kv->health_->on_stop = [raw] { raw->WakeRecovery(); };
@@ -527,6 +535,11 @@ class RocksKv : public Kv {
     }
     auto d = std::make_shared<Db>();
     d->read_only = read_only;
+    if (opts_.workspace_replay_ok) {
+      // A fresh filter per instance: a reopen replays a WAL that grew since the last one.
+      d->replay_filter = NewReplayFilter(opts_.workspace_replay_ok);
+      dbo.wal_filter = d->replay_filter.get();
+    }
     rocksdb::DB* db = nullptr;
     *rs = read_only ? rocksdb::DB::OpenForReadOnly(dbo, path_, cfs, &d->handles, &db)
                     : rocksdb::DB::Open(dbo, path_, cfs, &d->handles, &db);
