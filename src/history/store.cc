@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <tuple>
@@ -16,6 +17,7 @@
 #include "history/keys.h"
 #include "history/store_impl.h"
 #include "kv/data_log.h"
+#include "kv/file_io.h"
 #include "kv/kv.h"
 #include "kv/space_guard.h"
 #include "objects/object_store.h"
@@ -294,7 +296,15 @@ Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Poli
   parts.ro.error_if_exists = true;
   LFS_ASSIGN(auto kvp, kv::OpenRocksKv(path + "/db", parts.ro));
   kv::Kv* raw = kvp.get();
-  return Init(raw, std::move(kvp), &policy, path, opts, std::move(parts.space), std::move(parts.log));
+  LFS_ASSIGN(auto store, Init(raw, std::move(kvp), &policy, path, opts, std::move(parts.space), std::move(parts.log)));
+  // The new names durable too (RocksDB syncs db/ for its own files, not db/ in the Store nor
+  // the Store in its parent): a power cut after `init` returned must not take the Store away.
+  auto norm = std::filesystem::path(path).lexically_normal();
+  if (!norm.has_filename()) norm = norm.parent_path();  // "a/b/" names b
+  const std::string parent = norm.parent_path().string();
+  for (const std::string& d : {path, parent.empty() ? std::string(".") : parent})
+    if (kv::FileIo::Posix()->SyncDir(d) != 0) return Status::Errorf(EIO, "sync {}: {}", d, strerror(errno));
+  return store;
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOpenOptions& opts) {
