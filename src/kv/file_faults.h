@@ -1,7 +1,9 @@
 // FileFaults: failures injected into the files under a RocksKv (RocksDB's FileSystem), so the
 // engine's own error paths (a WAL append or a flush that runs out of space, a failed sync) are
 // testable without a full disk. Tests own one, pass it in RocksOptions::faults and arm it while
-// the Kv runs. Thread-safe (atomics).
+// the Kv runs. Thread-safe (atomics). Its wrapper sits above RocksOptions::io (a power-loss
+// layer sees only the calls a fault let through) and below the sync order and the Store's file
+// mode (kv.h, RocksOptions).
 //
 // An armed space budget lets appends write that many more bytes; the append that does not fit
 // writes what fits (a torn append, as a real full disk leaves) and fails with RocksDB's NoSpace

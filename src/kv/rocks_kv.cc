@@ -147,14 +147,7 @@ struct Health {
 
 class Listener : public rocksdb::EventListener {
  public:
-  Listener(std::shared_ptr<Health> h, std::function<Status()> before_sync)
-      : health_(std::move(h)), before_sync_(std::move(before_sync)) {}
-  // A flush makes the memtable's records durable: what they point at must be first.
-  void OnFlushBegin(rocksdb::DB*, const rocksdb::FlushJobInfo&) override {
-    if (!before_sync_) return;
-    Status s = before_sync_();
-    if (!s.ok()) spdlog::error("database: before a flush: {}", s.message());
-  }
+  explicit Listener(std::shared_ptr<Health> h) : health_(std::move(h)) {}
   void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* bg_error) override {
     if (!bg_error || bg_error->ok()) return;
     bool space = bg_error->IsNoSpace() || bg_error->ToString().find("No space") != std::string::npos;
@@ -169,7 +162,6 @@ class Listener : public rocksdb::EventListener {
 
  private:
   std::shared_ptr<Health> health_;
-  std::function<Status()> before_sync_;
 };
 
 class RocksKv : public Kv {
@@ -289,7 +281,6 @@ class RocksKv : public Kv {
         }
         if (!s.ok()) return FromRocks(s, "batch");
       }
-      if (sync && opts_.before_sync) LFS_TRY(opts_.before_sync());
       rocksdb::WriteOptions wo;
       wo.sync = sync;
       // Cleared before a synced write: a write that completes after this point sets it again.
@@ -356,8 +347,7 @@ class RocksKv : public Kv {
     if (!d || d->read_only || health_->stopped) return StoppedStatus();
     if (!unsynced_.exchange(false)) return Status::Ok();
     Status st;
-    if (opts_.before_sync) st = opts_.before_sync();
-    if (st.ok()) {
+    {
       std::unique_lock wl(write_mu_);
       st = health_->stopped ? StoppedStatus() : FromRocks(d->db->SyncWAL(), "sync");
     }
@@ -523,7 +513,7 @@ class RocksKv : public Kv {
     dbo.error_if_exists = opts_.error_if_exists && !read_only;
     dbo.paranoid_checks = paranoid_;
     if (env_) dbo.env = env_.get();
-    if (!read_only) dbo.listeners.push_back(std::make_shared<Listener>(health_, opts_.before_sync));
+    if (!read_only) dbo.listeners.push_back(std::make_shared<Listener>(health_));
     std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
     if (legacy_) {
       for (int i = 0; i < kNumCfs; i++)
