@@ -1,0 +1,116 @@
+// The WAL replay check of a Store (docs/design.md, "Power loss"; kv/rocks_replay_filter.h) on
+// format-6 records, whose length word carries the checksum flag in bit 31: a crash copy of a
+// Store taken while it is open (the files as a killed process leaves them, the WAL not yet
+// flushed into tables) replays every record whose data-log block is on disk, and stops at the
+// first one whose block a lost data-log tail took away.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "../test_util.h"
+#include "kv/data_log.h"
+#include "workspace/workspace.h"
+
+namespace layerfs::workspace {
+namespace {
+
+namespace fs = std::filesystem;
+using layerfs::testing::RandomBytes;
+
+class WalReplay : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = tmp_.path() + "/store";
+    copy_ = tmp_.path() + "/copy";
+    auto st = Store::Create(path_, Policy{});
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+  }
+  // The files of the open Store as a crash would leave them with the page cache saved.
+  void CrashCopy() { fs::copy(path_, copy_, fs::copy_options::recursive); }
+  static std::string Segment(const std::string& store) {
+    for (const auto& e : fs::directory_iterator(store + "/data"))
+      if (e.path().extension() == ".seg") return e.path().string();
+    return "";
+  }
+  static uint64_t Size(const std::string& p) {
+    struct stat st;
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  }
+  static std::string ReadAll(Workspace& ws, const std::string& name) {
+    auto a = ws.Lookup(kRootIno, name);
+    if (!a.ok()) return "<" + a.status().message() + ">";
+    auto r = ws.Read(a->ino, 0, a->size + 10);
+    return r.ok() ? *r : "<" + r.status().message() + ">";
+  }
+
+  layerfs::testing::TempDir tmp_;
+  std::string path_, copy_;
+};
+
+TEST_F(WalReplay, ChecksummedRecordsWhoseBlocksAreOnDiskAreReplayed) {
+  const std::string data = RandomBytes(2 * kBlockSize, 7);
+  {
+    auto st = Store::Open(path_);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    auto ws = Workspace::Open(**st, {.branch = "main"});
+    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+    auto a = (*ws)->Mknod(kRootIno, "a", S_IFREG | 0644, 0, {});
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE((*ws)->Write(a->ino, 0, data).ok());
+    ASSERT_TRUE((*ws)->Fsync(a->ino, false).ok());
+    ASSERT_GE(Size(Segment(path_)), data.size()) << "the blocks went to the data log";
+    CrashCopy();
+  }
+  // The record's length word has bit 31 set: read unmasked, it would point 2 GiB past the
+  // segment's end and the replay would stop before this fsync'ed write.
+  auto st = Store::Open(copy_);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  auto ws = Workspace::Open(**st, {.branch = "main"});
+  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+  EXPECT_TRUE(ReadAll(**ws, "a") == data) << ReadAll(**ws, "a").substr(0, 100);
+}
+
+TEST_F(WalReplay, ReplayStopsAtTheFirstRecordPastTheSegmentsEnd) {
+  const std::string first = RandomBytes(kBlockSize, 1), second = RandomBytes(kBlockSize, 2);
+  uint64_t durable = 0;
+  {
+    auto st = Store::Open(path_);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    auto ws = Workspace::Open(**st, {.branch = "main"});
+    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+    auto a = (*ws)->Mknod(kRootIno, "a", S_IFREG | 0644, 0, {});
+    auto b = (*ws)->Mknod(kRootIno, "b", S_IFREG | 0644, 0, {});
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_TRUE((*ws)->Write(a->ino, 0, first).ok());
+    ASSERT_TRUE((*ws)->Fsync(a->ino, false).ok());
+    durable = Size(Segment(path_));
+    ASSERT_GE(durable, first.size());
+    // Unsynced: a block, then a small write and a create after it in the WAL.
+    ASSERT_TRUE((*ws)->Write(b->ino, 0, second).ok());
+    ASSERT_GT(Size(Segment(path_)), durable);
+    ASSERT_TRUE((*ws)->Write(a->ino, 0, "later").ok());
+    ASSERT_TRUE((*ws)->Mknod(kRootIno, "c", S_IFREG | 0644, 0, {}).ok());
+    CrashCopy();
+  }
+  // Writeback saved the WAL's tail but not the data log's.
+  ASSERT_EQ(::truncate(Segment(copy_).c_str(), static_cast<off_t>(durable)), 0);
+  auto st = Store::Open(copy_);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  auto ws = Workspace::Open(**st, {.branch = "main"});
+  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+  // As of the last operation whose blocks are on disk: b empty (not EIO, not zeros), and
+  // nothing after the lost block.
+  EXPECT_TRUE(ReadAll(**ws, "a") == first) << ReadAll(**ws, "a").substr(0, 100);
+  EXPECT_EQ(ReadAll(**ws, "b"), "");
+  EXPECT_EQ((*ws)->Lookup(kRootIno, "c").status().code(), ENOENT);
+  // And it goes on from there.
+  auto b = (*ws)->Lookup(kRootIno, "b");
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE((*ws)->Write(b->ino, 0, second).ok());
+  EXPECT_TRUE(ReadAll(**ws, "b") == second);
+}
+
+}  // namespace
+}  // namespace layerfs::workspace
