@@ -17,8 +17,9 @@
 //    reported fsync or commit covered: every fsync'ed byte is there, and each operation since is
 //    all there or not at all (no file half written, no garbage, no unreadable block).
 //
-// Usage: layerfs_power_loss [--points N] [--seed S] [--soak] [--dir D] [-v]
-// --soak runs 3000 points (unless --points says otherwise). Exit 1 on the first failure, with
+// Usage: layerfs_power_loss [--points N] [--seed S] [--soak [N]] [--dir D] [--mode M] [-v]
+// --soak runs N points (default 3000; LAYERFS_POWER_LOSS_SOAK=N does the same, 1 meaning 3000),
+// the long run; ctest runs a few dozen (tests/CMakeLists.txt). Exit 1 on the first failure, with
 // the seed and point to rerun it.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -525,6 +526,7 @@ int main(int argc, char** argv) {
   Options o;
   o.seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) % 1000000;
   bool points_given = false;
+  int soak_points = 3000;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -538,6 +540,8 @@ int main(int argc, char** argv) {
       o.seed = std::stoull(next());
     } else if (a == "--soak") {
       o.soak = true;
+      // An optional count.
+      if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') soak_points = std::stoi(argv[++i]);
     } else if (a == "--dir") {
       o.dir = next();
     } else if (a == "--mode") {
@@ -546,12 +550,17 @@ int main(int argc, char** argv) {
     } else if (a == "-v") {
       o.verbose = true;
     } else {
-      fmt::print(stderr, "usage: layerfs_power_loss [--points N] [--seed S] [--soak] [--dir D] [--mode drop-all|random|both] [-v]\n");
+      fmt::print(stderr,
+                 "usage: layerfs_power_loss [--points N] [--seed S] [--soak [N]] [--dir D] [--mode drop-all|random|both] "
+                 "[-v]\n");
       return 2;
     }
   }
-  if (const char* e = getenv("LAYERFS_POWER_LOSS_SOAK"); e && *e && std::string(e) != "0") o.soak = true;
-  if (o.soak && !points_given) o.points = 3000;
+  if (const char* e = getenv("LAYERFS_POWER_LOSS_SOAK"); e && *e && std::string(e) != "0") {
+    o.soak = true;
+    if (const int n = std::atoi(e); n > 1) soak_points = n;
+  }
+  if (o.soak && !points_given) o.points = soak_points;
   bool made = false;
   if (o.dir.empty()) {
     // tmpfs when there is one: the layer models durability, the disk's own syncs only cost time.
