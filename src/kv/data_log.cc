@@ -184,6 +184,13 @@ Result<DataRef> DataLog::Append(std::string_view data) {
     }
     done += n;
   }
+  // Marked again now that the bytes are in the file: a Sync that ran between the mark above and
+  // this write took the mark and synced the segment without them, and nothing else would mark it
+  // before the database syncs the batch that points here.
+  {
+    std::lock_guard l(mu_);
+    unsynced_.insert(ref.segment);
+  }
   // Start writing back what the earlier appends left behind (a hint: durability is still only
   // Sync's), so the disk writes while the caller goes on instead of all at its fsync.
   if (kick.second != 0) {
