@@ -535,6 +535,16 @@ class RocksKv : public Kv {
                     : rocksdb::DB::Open(dbo, path_, cfs, &d->handles, &db);
     if (!rs->ok()) return nullptr;
     d->db.reset(db);
+    if (!read_only && d->replay_filter && ReplayStopped(*d->replay_filter)) {
+      // The logs keep the batches the replay stopped at (recovery does not flush here), and the
+      // next open would stop at the same batch again, dropping every write made after this
+      // one. Flushing every family now makes those logs obsolete before anything is written.
+      rocksdb::FlushOptions fo;
+      fo.wait = true;
+      fo.allow_write_stall = true;
+      *rs = db->Flush(fo, d->handles);
+      if (!rs->ok()) return nullptr;
+    }
     return d;
   }
 

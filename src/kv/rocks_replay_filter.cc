@@ -5,6 +5,7 @@
 #include <rocksdb/write_batch.h>
 
 #include "kv/kv.h"
+#include <spdlog/spdlog.h>
 
 namespace layerfs::kv {
 namespace {
@@ -20,7 +21,7 @@ class ReplayFilter : public rocksdb::WalFilter {
     if (it != names.end()) workspace_ = it->second;
   }
 
-  WalProcessingOption LogRecordFound(unsigned long long, const std::string&, const rocksdb::WriteBatch& batch,
+  WalProcessingOption LogRecordFound(unsigned long long log, const std::string&, const rocksdb::WriteBatch& batch,
                                      rocksdb::WriteBatch*, bool* changed) override {
     *changed = false;
     if (stopped_) return WalProcessingOption::kStopReplay;
@@ -28,6 +29,9 @@ class ReplayFilter : public rocksdb::WalFilter {
     (void)batch.Iterate(&h);
     if (h.bad) {
       stopped_ = true;
+      spdlog::warn("database: WAL replay stopped in log {} at a batch of {} updates whose data-log "
+                   "record lies past its segment's end (a tail lost with the power); later batches are dropped",
+                   log, batch.Count());
       return WalProcessingOption::kStopReplay;
     }
     return WalProcessingOption::kContinueProcessing;
@@ -61,10 +65,17 @@ class ReplayFilter : public rocksdb::WalFilter {
 
   std::function<bool(std::string_view, std::string_view)> ok_;
   std::optional<uint32_t> workspace_;
+
+ public:
   bool stopped_ = false;
 };
 
 }  // namespace
+
+bool ReplayStopped(const rocksdb::WalFilter& filter) {
+  auto* f = dynamic_cast<const ReplayFilter*>(&filter);
+  return f && f->stopped_;
+}
 
 std::unique_ptr<rocksdb::WalFilter> NewReplayFilter(std::function<bool(std::string_view, std::string_view)> ok) {
   return std::make_unique<ReplayFilter>(std::move(ok));

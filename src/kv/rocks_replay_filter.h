@@ -12,7 +12,8 @@
 // flush or a compaction syncs the data log first (kv/rocks_sync_order.h), so nothing durable
 // by a sync is ever dropped this way. Found by the power-loss test's random-writeback mode.
 //
-// Used only while the database opens (single-threaded).
+// Used only while the database opens (single-threaded). Each open replays every log not yet
+// flushed (avoid_flush_during_recovery), so a stop is final only once the opener has flushed.
 #pragma once
 
 #include <functional>
@@ -26,5 +27,10 @@ namespace layerfs::kv {
 // `workspace_put_ok(key, value)` sees every Put to the kWorkspace family in the replayed log.
 std::unique_ptr<rocksdb::WalFilter> NewReplayFilter(
     std::function<bool(std::string_view key, std::string_view value)> workspace_put_ok);
+
+// Whether `filter` (made by NewReplayFilter) stopped a replay. The batches it stopped at stay in
+// the logs: the opener must flush every family before writing, or the next open stops there
+// again and drops everything written since.
+bool ReplayStopped(const rocksdb::WalFilter& filter);
 
 }  // namespace layerfs::kv

@@ -30,6 +30,7 @@ class WalReplay : public ::testing::Test {
   // The files of the open Store as a crash would leave them with the page cache saved.
   void CrashCopy() { fs::copy(path_, copy_, fs::copy_options::recursive); }
   static std::string Segment(const std::string& store) {
+    if (!fs::exists(store + "/data")) return "";
     for (const auto& e : fs::directory_iterator(store + "/data"))
       if (e.path().extension() == ".seg") return e.path().string();
     return "";
@@ -110,6 +111,45 @@ TEST_F(WalReplay, ReplayStopsAtTheFirstRecordPastTheSegmentsEnd) {
   ASSERT_TRUE(b.ok());
   ASSERT_TRUE((*ws)->Write(b->ino, 0, second).ok());
   EXPECT_TRUE(ReadAll(**ws, "b") == second);
+}
+
+// A stopped replay is final: the open that stopped flushes, so the next open does not stop at
+// the same batch again and drop what was written in between.
+TEST_F(WalReplay, WritesAfterAStoppedReplaySurviveTheNextCrash) {
+  const std::string first = RandomBytes(kBlockSize, 3), second = RandomBytes(kBlockSize, 4);
+  uint64_t durable = 0;
+  {
+    auto st = Store::Open(path_);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    auto ws = Workspace::Open(**st, {.branch = "main"});
+    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+    auto a = (*ws)->Mknod(kRootIno, "a", S_IFREG | 0644, 0, {});
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE((*ws)->Write(a->ino, 0, first).ok());
+    ASSERT_TRUE((*ws)->Fsync(a->ino, false).ok());
+    durable = Size(Segment(path_));
+    ASSERT_TRUE((*ws)->Write(a->ino, kBlockSize, second).ok());  // unsynced, lost below
+    CrashCopy();
+  }
+  ASSERT_EQ(::truncate(Segment(copy_).c_str(), static_cast<off_t>(durable)), 0);
+  const std::string later = tmp_.path() + "/later";
+  {
+    auto st = Store::Open(copy_);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    auto ws = Workspace::Open(**st, {.branch = "main"});
+    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+    auto n = (*ws)->Mknod(kRootIno, "n", S_IFREG | 0644, 0, {});
+    ASSERT_TRUE(n.ok());
+    ASSERT_TRUE((*ws)->Write(n->ino, 0, "written after the stopped replay").ok());
+    ASSERT_TRUE((*ws)->Fsync(n->ino, false).ok());
+    fs::copy(copy_, later, fs::copy_options::recursive);  // a second crash
+  }
+  auto st = Store::Open(later);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  auto ws = Workspace::Open(**st, {.branch = "main"});
+  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+  EXPECT_TRUE(ReadAll(**ws, "a") == first) << ReadAll(**ws, "a").substr(0, 100);
+  EXPECT_EQ(ReadAll(**ws, "n"), "written after the stopped replay");
 }
 
 }  // namespace
