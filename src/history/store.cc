@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -241,13 +242,16 @@ static bool DirIsEmptyOrAbsent(const std::string& path, bool* exists) {
 // does not. The length word's bit 31 flags a checksum (format 6): DecodePrefix masks it. Sizes
 // are looked up each time, not cached: a reopen in the same process (kv.h, Recover) replays a
 // WAL whose records point into segments that grew since the last open.
-static std::function<bool(std::string_view, std::string_view)> DataRefsOnDisk(const std::string& store_path) {
+// `named` keeps the highest segment number a replayed record names.
+static std::function<bool(std::string_view, std::string_view)> DataRefsOnDisk(
+    const std::string& store_path, std::shared_ptr<std::atomic<uint32_t>> named) {
   const std::string dir = store_path + "/data";
-  return [dir](std::string_view key, std::string_view value) {
+  return [dir, named](std::string_view key, std::string_view value) {
     if (key.size() < 9 || key[8] != 'R') return true;
     kv::DataRef ref;
     size_t used = 0;
     if (!kv::DataRef::DecodePrefix(value, &ref, &used)) return true;
+    if (ref.segment > named->load()) named->store(ref.segment);
     struct stat st;
     // A segment that is gone was collected: the records pointing into it were deleted by a
     // later write (a segment's name is durable before any record points into it).
@@ -262,6 +266,9 @@ struct StoreParts {
   std::unique_ptr<kv::SpaceGuard> space;
   std::unique_ptr<kv::DataLog> log;
   kv::RocksOptions ro;
+  // The highest data-log segment a record replayed from the database's logs names: the data
+  // log numbers new segments above it once the database is open (DataLog::NumberAbove).
+  std::shared_ptr<std::atomic<uint32_t>> named = std::make_shared<std::atomic<uint32_t>>(0);
 };
 
 static Result<StoreParts> MakeParts(const std::string& path, bool read_only, std::shared_ptr<kv::FileIo> io) {
@@ -271,7 +278,7 @@ static Result<StoreParts> MakeParts(const std::string& path, bool read_only, std
   p.ro.read_only = read_only;
   p.ro.space = p.space.get();
   p.ro.io = std::move(io);
-  p.ro.workspace_replay_ok = DataRefsOnDisk(path);
+  p.ro.workspace_replay_ok = DataRefsOnDisk(path, p.named);
   kv::DataLog* log = p.log.get();  // outlives the Kv (Store::data_log_)
   p.ro.before_sync = [log] { return log->Sync(); };
   return p;
@@ -295,6 +302,7 @@ Result<std::unique_ptr<Store>> Store::Create(const std::string& path, const Poli
   parts.ro.file_mode = 0600;
   parts.ro.error_if_exists = true;
   LFS_ASSIGN(auto kvp, kv::OpenRocksKv(path + "/db", parts.ro));
+  parts.log->NumberAbove(parts.named->load());
   kv::Kv* raw = kvp.get();
   LFS_ASSIGN(auto store, Init(raw, std::move(kvp), &policy, path, opts, std::move(parts.space), std::move(parts.log)));
   // The new names durable too (RocksDB syncs db/ for its own files, not db/ in the Store nor
@@ -323,6 +331,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
       return Status::Error(EBUSY, fmt::format("store {} is in use by another process", path));
     return kvp.status();
   }
+  parts.log->NumberAbove(parts.named->load());
   kv::Kv* raw = kvp->get();
   return Init(raw, std::move(*kvp), nullptr, path, {}, std::move(parts.space), std::move(parts.log));
 }

@@ -291,6 +291,11 @@ Status DataLog::Sync() {
   return Status::Ok();
 }
 
+void DataLog::NumberAbove(uint32_t seg) {
+  std::lock_guard l(mu_);
+  next_ = std::max(next_, seg + 1);
+}
+
 bool DataLog::empty() {
   std::lock_guard l(mu_);
   return segments_.empty();

@@ -105,6 +105,11 @@ class DataLog {
   std::string SegmentPath(uint32_t seg) const;
   // Every append so far durable.
   Status Sync();
+  // Segment numbers up to `seg` may be named by records in the database's logs (written by an
+  // earlier process, the segments since collected): new segments are numbered above it. A
+  // reused number would make a replayed record of the old segment look cut short in the new one
+  // (kv/rocks_replay_filter.h), stopping the replay at a batch that was whole.
+  void NumberAbove(uint32_t seg);
   // The open file holding `ref`, for a caller that splices from it instead of reading; the
   // handle keeps it open (and its bytes in place) even if the segment is collected meanwhile.
   // Nothing for an in-memory log, or if the file is shorter than the ref (a crash cut it).

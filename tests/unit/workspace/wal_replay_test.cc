@@ -152,5 +152,53 @@ TEST_F(WalReplay, WritesAfterAStoppedReplaySurviveTheNextCrash) {
   EXPECT_EQ(ReadAll(**ws, "n"), "written after the stopped replay");
 }
 
+// Segment numbers are not reused after their segments were collected: the database's logs may
+// still hold records naming the old segment, which a new, shorter segment of the same number
+// would make look cut short, stopping the replay at a whole batch (and dropping the Commit and
+// the fsync'ed write after it).
+TEST_F(WalReplay, ACollectedSegmentsNumberIsNotReused) {
+  const std::string data = RandomBytes(2 * kBlockSize, 5);
+  ObjectId commit;
+  {
+    auto st = Store::Open(path_);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    auto ws = Workspace::Open(**st, {.branch = "main"});
+    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+    auto a = (*ws)->Mknod(kRootIno, "a", S_IFREG | 0644, 0, {});
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE((*ws)->Write(a->ino, 0, data).ok());
+    ASSERT_TRUE((*ws)->Fsync(a->ino, false).ok());
+    auto c = (*ws)->Commit("a");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    commit = *c;
+    ASSERT_TRUE(CollectDataLog(**st).ok());
+    ASSERT_EQ(Segment(path_), "") << "the commit's blocks left the data log";
+    CrashCopy();
+  }
+  const std::string later = tmp_.path() + "/later";
+  {
+    auto st = Store::Open(copy_);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    auto ws = Workspace::Open(**st, {.branch = "main"});
+    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+    auto b = (*ws)->Mknod(kRootIno, "b", S_IFREG | 0644, 0, {});
+    ASSERT_TRUE(b.ok());
+    ASSERT_TRUE((*ws)->Write(b->ino, 0, RandomBytes(kBlockSize, 6)).ok());
+    ASSERT_TRUE((*ws)->Fsync(b->ino, false).ok());
+    ASSERT_NE(Segment(copy_), "");
+    ASSERT_LT(Size(Segment(copy_)), data.size());
+    fs::copy(copy_, later, fs::copy_options::recursive);
+  }
+  auto st = Store::Open(later);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  auto ws = Workspace::Open(**st, {.branch = "main"});
+  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+  EXPECT_TRUE(ReadAll(**ws, "a") == data) << ReadAll(**ws, "a").substr(0, 100);
+  EXPECT_TRUE(ReadAll(**ws, "b") == RandomBytes(kBlockSize, 6));
+  auto head = (*st)->Resolve("main");
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(*head, commit);
+}
+
 }  // namespace
 }  // namespace layerfs::workspace
