@@ -84,6 +84,7 @@ struct ImportOptions {
   std::string message;
   bool use_stat_cache = true;
   ProgressFn progress;  // phase "import": objects = files read, bytes = their bytes (no totals)
+  unsigned threads = 0;  // workers reading and encoding files; 0: one per core
 };
 struct ImportStats {
   uint64_t files = 0, dirs = 0, hashed = 0, stat_hits = 0, objects_added = 0, bytes_added = 0;

@@ -83,11 +83,15 @@ Verb Import() {
   v.args = {{"dir", ArgType::kString, "DIR", "Directory to import", true},
             {"branch", ArgType::kString, "-b,--branch", "Branch (default main)"},
             {"message", ArgType::kString, "-m,--message", "Commit message"},
+            {"jobs", ArgType::kInt, "-j,--jobs", "Files read and encoded at once (default: one per core)"},
             {"verbose", ArgType::kBool, "-v,--verbose", "Print what was hashed and stored", false, true}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore());
     ImportOptions o;
     o.branch = a.Str("branch", "main");
+    const int64_t jobs = a.Int("jobs", 0);
+    if (jobs < 0 || jobs > 1024) return Status::Invalid(fmt::format("--jobs {}: give 1 to 1024 (0: one per core)", jobs));
+    o.threads = static_cast<unsigned>(jobs);
     o.message = a.Str("message");
     o.progress = ctx.progress;
     LFS_TRY(NotBusy(ctx, o.branch, "; commit there instead"));

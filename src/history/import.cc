@@ -4,6 +4,12 @@
 // path's previous version is its delta base. A stat cache (size, mtime, ctime, inode, device per
 // branch and path, like Git's index) skips reading and hashing unchanged files. Objects are staged
 // in the ObjectStore; the Commit, the ref and the new stat cache go in one synced batch.
+//
+// Every core works (ImportOptions::threads): the walk (one thread, in sorted order, so link
+// groups and errors come out the same every time) hands each file whose content must be read to
+// a pool of workers that hash, delta-encode and stage it (ObjectStore is thread-safe; a file's
+// delta base is its previous version, fixed before it is queued, so the records are the ones a
+// single thread writes). Trees are built once the walk and the workers are done, bottom up.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +18,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "base/coding.h"
@@ -100,10 +112,106 @@ Status ReadXattrs(const std::string& path, std::vector<std::pair<std::string, st
   return Status::Ok();
 }
 
+// A file whose content a worker reads and stores. The walk fills the inputs; the worker the
+// results, which are read once every worker is done.
+struct FileJob {
+  std::shared_ptr<Fd> dir;  // its directory, open until the job has run
+  std::string name, abs;
+  uint64_t size = 0;
+  std::optional<TreeEntry> base;  // the delta base (previous version or a similar file)
+  Status status;
+  ObjectId id;
+  bool chunked = false;
+  uint64_t objects_added = 0, bytes_added = 0;
+};
+
+// Runs jobs on `threads` workers (0 or 1: on the caller, at once). Submit blocks while a few
+// jobs per worker are queued, so the walk never runs far ahead (each queued job holds its
+// directory open).
+class Pool {
+ public:
+  Pool(unsigned threads, std::function<void(FileJob&)> run) : run_(std::move(run)) {
+    if (threads <= 1) return;
+    for (unsigned i = 0; i < threads; i++) workers_.emplace_back([this] { Work(); });
+  }
+  ~Pool() { Wait(); }
+  void Submit(FileJob* job) {
+    if (workers_.empty()) {
+      run_(*job);
+      return;
+    }
+    std::unique_lock l(mu_);
+    space_.wait(l, [&] { return queue_.size() < 4 * workers_.size(); });
+    queue_.push_back(job);
+    ready_.notify_one();
+  }
+  // Runs what is queued and stops the workers.
+  void Wait() {
+    {
+      std::lock_guard l(mu_);
+      closing_ = true;
+    }
+    ready_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+ private:
+  void Work() {
+    for (;;) {
+      FileJob* job;
+      {
+        std::unique_lock l(mu_);
+        ready_.wait(l, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = queue_.front();
+        queue_.pop_front();
+      }
+      space_.notify_one();
+      run_(*job);
+    }
+  }
+
+  std::function<void(FileJob&)> run_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable ready_, space_;
+  std::deque<FileJob*> queue_;
+  bool closing_ = false;
+};
+
+// A directory as walked: its entries, in order, with what each still waits for.
+struct DirNode {
+  std::vector<TreeEntry> entries;
+  std::vector<FileJob*> jobs;                    // per entry: the job storing it, or null
+  std::vector<std::unique_ptr<DirNode>> subdirs;  // per entry: the directory, or null
+  std::vector<std::string> rels;                  // per entry: the path, for the stat cache
+  std::vector<std::optional<StatEntry>> stats;    // per entry: to cache once the id is known
+  std::optional<ObjectId> old;                    // the directory's previous tree
+};
+
 class Importer {
  public:
   Importer(Store& st, const ImportOptions& opts, ImportStats& stats)
-      : st_(st), os_(st.objects()), opts_(opts), stats_(stats), start_ns_(history::NowNanos()) {}
+      : st_(st), os_(st.objects()), opts_(opts), stats_(stats), start_ns_(history::NowNanos()),
+        pool_(opts.threads ? opts.threads : std::max(1u, std::thread::hardware_concurrency()),
+              [this](FileJob& j) { RunJob(j); }) {}
+
+  // Imports the directory open at `root` (path `abs`) beside the previous root tree `old`.
+  Result<ObjectId> Run(int root, const std::string& abs, const std::optional<ObjectId>& old) {
+    auto dup_fd = std::make_shared<Fd>(dup(root));
+    if (dup_fd->fd < 0) return Errno("open", abs);
+    DirNode top;
+    Status walked = Dir(dup_fd, abs, "", old, &top);
+    dup_fd.reset();
+    pool_.Wait();
+    LFS_TRY(walked);
+    for (auto& j : jobs_) {
+      if (!j.status.ok()) return j.status;
+      Count(j.objects_added, j.bytes_added);
+    }
+    return Build(top);
+  }
 
   Status LoadStatCache() {
     if (!opts_.use_stat_cache) return Status::Ok();
@@ -115,10 +223,13 @@ class Importer {
     });
   }
 
-  // Imports the directory open at `dirfd` (path `abs`, relative path `rel`), beside its previous
-  // tree `old` (if any). Returns the tree id.
-  Result<ObjectId> Dir(int dirfd, const std::string& abs, const std::string& rel,
-                       const std::optional<ObjectId>& old) {
+  // Walks the directory open at `dir` (path `abs`, relative path `rel`), beside its previous
+  // tree `old` (if any), into `node`, queueing the files to read.
+  Status Dir(const std::shared_ptr<Fd>& dir, const std::string& abs, const std::string& rel,
+             const std::optional<ObjectId>& old, DirNode* node) {
+    if (failed_.load()) return Status::Ok();  // a worker failed: Run reports it
+    const int dirfd = dir->fd;
+    node->old = old;
     if (!rel.empty() && static_cast<size_t>(std::count(rel.begin(), rel.end(), '/')) + 1 > objects::kMaxTreeDepth)
       return Status::Errorf(ELOOP, "{}: directories nested deeper than {} cannot be imported", abs,
                             objects::kMaxTreeDepth);
@@ -154,9 +265,13 @@ class Importer {
       }
     }
     std::sort(names.begin(), names.end());
-    std::vector<TreeEntry> entries;
+    std::vector<TreeEntry>& entries = node->entries;
     entries.reserve(names.size());
     for (const auto& name : names) {
+      node->jobs.push_back(nullptr);
+      node->subdirs.push_back(nullptr);
+      node->rels.emplace_back();
+      node->stats.emplace_back();
       std::string child_abs = abs + "/" + name;
       std::string child_rel = rel.empty() ? name : rel + "/" + name;
       struct stat sb;
@@ -174,18 +289,19 @@ class Importer {
       files_++;
       if (S_ISDIR(sb.st_mode)) {
         e.type = EntryType::kDir;
-        Fd fd(openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (fd.fd < 0) return Errno("open", child_abs);
+        auto fd = std::make_shared<Fd>(openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (fd->fd < 0) return Errno("open", child_abs);
         std::optional<ObjectId> sub_old;
         if (prev && prev->type == EntryType::kDir) sub_old = prev->id;
         uint64_t bytes_before = logical_, files_before = files_;
-        LFS_ASSIGN(e.id, Dir(fd.fd, child_abs, child_rel, sub_old));
+        node->subdirs.back() = std::make_unique<DirNode>();
+        LFS_TRY(Dir(fd, child_abs, child_rel, sub_old, node->subdirs.back().get()));
         e.size = logical_ - bytes_before;
         e.subtree_entries = files_ - files_before;
       } else if (S_ISREG(sb.st_mode)) {
         e.type = EntryType::kFile;
         e.size = sb.st_size;
-        LFS_TRY(File(dirfd, name, child_abs, child_rel, sb, prev, &e));
+        LFS_TRY(File(dir, name, child_abs, child_rel, sb, prev, &e, node));
       } else if (S_ISLNK(sb.st_mode)) {
         e.type = EntryType::kSymlink;
         std::string target(sb.st_size + 1, '\0');
@@ -203,13 +319,32 @@ class Importer {
       }
       entries.push_back(std::move(e));
     }
-    LFS_ASSIGN(auto put, os_.Put(Kind::kTree, objects::EncodeTree(entries), old));
+    return Status::Ok();
+  }
+
+  // The tree of a walked directory, its subdirectories' first; files take their workers' ids.
+  Result<ObjectId> Build(DirNode& node) {
+    for (size_t i = 0; i < node.entries.size(); i++) {
+      TreeEntry& e = node.entries[i];
+      if (node.subdirs[i]) {
+        LFS_ASSIGN(e.id, Build(*node.subdirs[i]));
+      } else if (FileJob* j = node.jobs[i]) {
+        e.id = j->id;
+        e.chunked = j->chunked;
+      }
+      if (auto& st = node.stats[i]) {
+        st->id = e.id;
+        st->chunked = e.chunked;
+        stat_batch_.Put(kv::Cf::kIndex, history::StatBranchPrefix(opts_.branch) + node.rels[i], EncodeStat(*st));
+      }
+    }
+    LFS_ASSIGN(auto put, os_.Put(Kind::kTree, objects::EncodeTree(node.entries), node.old));
     Count(put.added, put.stored_bytes);
     return put.id;
   }
 
-  Status File(int dirfd, const std::string& name, const std::string& abs, const std::string& rel,
-              const struct stat& sb, const TreeEntry* prev, TreeEntry* e) {
+  Status File(const std::shared_ptr<Fd>& dir, const std::string& name, const std::string& abs,
+              const std::string& rel, const struct stat& sb, const TreeEntry* prev, TreeEntry* e, DirNode* node) {
     logical_ += sb.st_size;
     stats_.files++;
     meter_.state().objects = stats_.files;
@@ -218,13 +353,19 @@ class Importer {
     if (e->link_group) {
       auto it = links_.find({sb.st_dev, sb.st_ino});
       if (it != links_.end()) {
-        e->id = it->second.first;
-        e->chunked = it->second.second;
+        // Another name of a file already walked: its id once that is known.
+        if (it->second.job) {
+          node->jobs.back() = it->second.job;
+        } else {
+          e->id = it->second.id;
+          e->chunked = it->second.chunked;
+        }
         return Status::Ok();
       }
     }
     StatEntry now{static_cast<uint64_t>(sb.st_size), Nanos(sb.st_mtim), Nanos(sb.st_ctim),
                   static_cast<uint64_t>(sb.st_ino), static_cast<uint64_t>(sb.st_dev), false, {}};
+    FileJob* job = nullptr;
     bool done = false;
     if (auto it = cache_.find(rel); it != cache_.end()) {
       const StatEntry& c = it->second;
@@ -238,10 +379,41 @@ class Importer {
       }
     }
     if (!done) {
-      Fd fd(openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-      if (fd.fd < 0) return Errno("open", abs);
-      const uint64_t size = sb.st_size;
-      auto changed = [&] { return Status::Errorf(EAGAIN, "{} changed size while it was imported", abs); };
+      job = &jobs_.emplace_back();
+      job->dir = dir;
+      job->name = name;
+      job->abs = abs;
+      job->size = sb.st_size;
+      const TreeEntry* base = prev && prev->type == EntryType::kFile ? prev : SimilarFile(name, sb.st_size);
+      if (base) job->base = *base;
+      stats_.hashed++;
+      node->jobs.back() = job;
+    }
+    if (e->link_group) links_[{sb.st_dev, sb.st_ino}] = {job, e->id, e->chunked};
+    // A file modified within the last two seconds may change again without its mtime moving
+    // ("racily clean" in Git's words): leave it out of the cache so the next import rereads it.
+    // Only the mtime decides: a recent ctime alone (chmod, utimensat, a hard link) does not make
+    // the content racy, and a later change of the ctime still invalidates the entry.
+    if (opts_.use_stat_cache && now.mtime_ns + 2000000000ull < static_cast<uint64_t>(start_ns_)) {
+      node->rels.back() = rel;
+      node->stats.back() = now;
+    }
+    if (job) pool_.Submit(job);
+    return Status::Ok();
+  }
+
+  // On a worker: reads the file and stores its content.
+  void RunJob(FileJob& j) {
+    if (failed_.load()) {
+      j.status = Status::Errorf(ECANCELED, "import of {} cancelled", j.abs);
+      j.dir.reset();
+      return;
+    }
+    j.status = [&]() -> Status {
+      Fd fd(openat(j.dir->fd, j.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      if (fd.fd < 0) return Errno("open", j.abs);
+      const uint64_t size = j.size;
+      auto changed = [&] { return Status::Errorf(EAGAIN, "{} changed size while it was imported", j.abs); };
       // Read piecewise: a chunked file is never whole in memory.
       auto read = [&](uint64_t off, size_t len) -> Result<std::string> {
         std::string buf(len, '\0');
@@ -249,32 +421,23 @@ class Importer {
         while (have < len) {
           ssize_t n = pread(fd.fd, buf.data() + have, len - have, static_cast<off_t>(off + have));
           if (n < 0 && errno == EINTR) continue;
-          if (n < 0) return Errno("read", abs);
+          if (n < 0) return Errno("read", j.abs);
           if (n == 0) return changed();
           have += n;
         }
         return buf;
       };
-      stats_.hashed++;
-      const TreeEntry* base = prev && prev->type == EntryType::kFile ? prev : SimilarFile(name, size);
-      LFS_ASSIGN(auto stored, history::WriteContentFrom(os_, size, read, base));
+      LFS_ASSIGN(auto stored, history::WriteContentFrom(os_, size, read, j.base ? &*j.base : nullptr));
       char extra;
       if (pread(fd.fd, &extra, 1, static_cast<off_t>(size)) > 0) return changed();
-      e->id = stored.id;
-      e->chunked = stored.chunked;
-      Count(stored.objects_added, stored.bytes_added);
-    }
-    if (e->link_group) links_[{sb.st_dev, sb.st_ino}] = {e->id, e->chunked};
-    // A file modified within the last two seconds may change again without its mtime moving
-    // ("racily clean" in Git's words): leave it out of the cache so the next import rereads it.
-    // Only the mtime decides: a recent ctime alone (chmod, utimensat, a hard link) does not make
-    // the content racy, and a later change of the ctime still invalidates the entry.
-    if (opts_.use_stat_cache && now.mtime_ns + 2000000000ull < static_cast<uint64_t>(start_ns_)) {
-      now.id = e->id;
-      now.chunked = e->chunked;
-      stat_batch_.Put(kv::Cf::kIndex, history::StatBranchPrefix(opts_.branch) + rel, EncodeStat(now));
-    }
-    return Status::Ok();
+      j.id = stored.id;
+      j.chunked = stored.chunked;
+      j.objects_added = stored.objects_added;
+      j.bytes_added = stored.bytes_added;
+      return Status::Ok();
+    }();
+    j.dir.reset();
+    if (!j.status.ok()) failed_ = true;
   }
 
   // Hard-link groups are numbered 1, 2, ... in walk order (which is sorted, so deterministic):
@@ -320,13 +483,21 @@ class Importer {
   ImportStats& stats_;
   int64_t start_ns_;
   std::unordered_map<std::string, StatEntry> cache_;
-  std::map<std::pair<dev_t, ino_t>, std::pair<ObjectId, bool>> links_;
+  struct Link {
+    FileJob* job;  // the job storing it, or null (its id was known at once)
+    ObjectId id;
+    bool chunked;
+  };
+  std::map<std::pair<dev_t, ino_t>, Link> links_;
   std::map<std::pair<dev_t, ino_t>, uint64_t> groups_;
   std::optional<ObjectId> old_root_;
   std::optional<std::unordered_map<std::string, TreeEntry>> basenames_;
   kv::Batch stat_batch_;
   uint64_t logical_ = 0, files_ = 0;
   ProgressMeter meter_{opts_.progress, "import"};
+  std::deque<FileJob> jobs_;  // stable addresses; results read after the pool is done
+  std::atomic<bool> failed_{false};
+  Pool pool_;  // last: its workers stop before the members they use go
 };
 
 }  // namespace
@@ -341,7 +512,7 @@ Result<ObjectId> Store::Import(const std::string& dir, const ImportOptions& opts
   Importer im(*this, opts, stats);
   im.old_root_ = head_commit.root;
   LFS_TRY(im.LoadStatCache());
-  auto tree = im.Dir(root.fd, dir, "", head_commit.root);
+  auto tree = im.Run(root.fd, dir, head_commit.root);
   if (!tree.ok()) {
     objects_->Abort();
     return tree.status();

@@ -439,6 +439,9 @@ Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
       }
     } else {
       std::lock_guard l(mu_);
+      // Another thread (a parallel import's worker) staged the same content since the read
+      // above: it is stored once, and counted once.
+      if (shared_.records_.count(StagedKey(kind, id))) return PutResult{id, false, 0};
       shared_.batch_.Put(CfOf(kind), id.AsKey(), record);
       shared_.records_[StagedKey(kind, id)] = std::move(record);
       flush = shared_.batch_.ApproximateBytes() > tuning_.flush_bytes;

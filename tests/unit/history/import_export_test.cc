@@ -573,5 +573,81 @@ TEST_F(StoreTest, ExportDamagedContentFails) {
   EXPECT_FALSE(fs::exists(tmp_ / "o3"));
 }
 
+// Many workers store what one does: the same trees (ids keyed alike), the same records (delta
+// bases are fixed before a file is queued), hard links across directories read once.
+TEST(ImportThreads, ManyWorkersWriteWhatOneWrites) {
+  TempDir tmp;
+  const std::string src = tmp / "src";
+  auto write_tree = [&](int version) {
+    for (int d = 0; d < 12; d++) {
+      fs::create_directories(src + "/d" + std::to_string(d) + "/sub");
+      for (int f = 0; f < 25; f++) {
+        std::string content = TextBytes(500 + 97 * f + d, d * 100 + f);
+        if ((f + d) % 5 == 0) content += "version " + std::to_string(version);
+        WriteFile(src + "/d" + std::to_string(d) + "/f" + std::to_string(f), content);
+      }
+      WriteFile(src + "/d" + std::to_string(d) + "/sub/empty", "");
+    }
+    std::string big = RandomBytes((3 << 20) + 11, 9);
+    big.replace(1 << 20, 7, "edit" + std::to_string(version) + "..");
+    WriteFile(src + "/big", big);
+    WriteFile(src + "/d3/big2", RandomBytes((2 << 20) + 5, 10 + version));
+  };
+  write_tree(1);
+  ASSERT_EQ(link((src + "/d0/f1").c_str(), (src + "/d7/sub/linked").c_str()), 0);
+  ASSERT_EQ(link((src + "/big").c_str(), (src + "/d2/big-linked").c_str()), 0);
+  ASSERT_EQ(symlink("../d0/f1", (src + "/d1/sym").c_str()), 0);
+
+  struct Run {
+    std::vector<ObjectId> roots;
+    uint64_t payload = 0, objects = 0;
+  };
+  auto import = [&](unsigned threads) {
+    Run run;
+    auto kv = kv::NewMemKv();
+    auto st = Store::OpenOnKv(kv.get(), Policy{}, {.seed = 42});
+    EXPECT_TRUE(st.ok());
+    for (int v = 1; v <= 3; v++) {
+      write_tree(v);
+      struct stat now;
+      EXPECT_EQ(::stat((src + "/big").c_str(), &now), 0);
+      EXPECT_EQ(now.st_nlink, 2u) << "rewritten in place";
+      // Times are part of the trees: the same in both runs.
+      std::vector<std::string> paths;
+      for (auto& e : fs::recursive_directory_iterator(src)) paths.push_back(e.path());
+      std::sort(paths.rbegin(), paths.rend());  // children before their directories
+      for (auto& p : paths) SetMtime(p, 1700000000 + v, 0);
+      SetMtime(src, 1700000000 + v, 0);
+      ImportOptions o;
+      o.threads = threads;
+      o.use_stat_cache = false;
+      ImportStats stats;
+      auto c = (*st)->Import(src, o, &stats);
+      EXPECT_TRUE(c.ok()) << c.status().ToString();
+      if (!c.ok()) return run;
+      EXPECT_EQ(stats.hashed, 12u * 26 + 2) << "each linked file is read once";
+      run.roots.push_back((*st)->GetCommit(*c)->root);
+      run.objects += stats.objects_added;
+    }
+    auto stats = (*st)->Stats();
+    EXPECT_TRUE(stats.ok());
+    run.payload = stats->payload_bytes;
+    TempDir out;
+    EXPECT_TRUE((*st)->Export(*(*st)->BranchHead("main").value(), out / "x").ok());
+    EXPECT_EQ(ReadFileBytes((out / "x") + "/" "d7/sub/linked"), ReadFileBytes(src + "/d0/f1"));
+    EXPECT_EQ(ReadFileBytes((out / "x") + "/" "d2/big-linked"), ReadFileBytes(src + "/big"));
+    struct stat a, b;
+    EXPECT_EQ(::stat(((out / "x") + "/" "big").c_str(), &a), 0);
+    EXPECT_EQ(::stat(((out / "x") + "/" "d2/big-linked").c_str(), &b), 0);
+    EXPECT_EQ(a.st_ino, b.st_ino);
+    return run;
+  };
+  Run one = import(1), many = import(4);
+  ASSERT_EQ(one.roots.size(), 3u);
+  EXPECT_EQ(one.roots, many.roots);
+  EXPECT_EQ(one.payload, many.payload);
+  EXPECT_EQ(one.objects, many.objects);
+}
+
 }  // namespace
 }  // namespace layerfs
