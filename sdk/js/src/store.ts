@@ -324,9 +324,12 @@ export class Store {
     return this.call("export", { commit, dir: resolve(dir) }, opts);
   }
 
-  /** Commits the tree of `dir` as the next Commit of `branch` (default main) (`layerfs import`). */
-  importDir(dir: string, opts: { branch?: string; message?: string } & CallOptions = {}): Promise<ImportResult> {
-    return this.call("import", args({ dir: resolve(dir), branch: opts.branch, message: opts.message }), opts);
+  /**
+   * Commits the tree of `dir` as the next Commit of `branch` (default main) (`layerfs import`);
+   * `jobs` files are read and encoded at once (default one per core).
+   */
+  importDir(dir: string, opts: { branch?: string; message?: string; jobs?: number } & CallOptions = {}): Promise<ImportResult> {
+    return this.call("import", args({ dir: resolve(dir), branch: opts.branch, message: opts.message, jobs: opts.jobs }), opts);
   }
 
   // -- mounts and Workspaces ---------------------------------------------------------------------

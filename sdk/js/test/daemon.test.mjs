@@ -148,7 +148,7 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   const tree = join(root, "tree");
   mkdirSync(join(tree, "d"), { recursive: true });
   writeFileSync(join(tree, "d", "x"), "x".repeat(1000));
-  const imp = await s.importDir(tree, { message: "imported" });
+  const imp = await s.importDir(tree, { message: "imported", jobs: 2 });
   assert.match(imp.commit, ID);
   assert.equal(imp.files, 1);
   assert.equal((await s.log("main", { maxCount: 1 }))[0].message, "imported");

@@ -22,7 +22,7 @@ export const ARGS = {
   fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B },
   show: { commit: S }, diff: { a: S, b: S }, cat: { commit: S, path: S, offset: N, length: N },
   export: { commit: S, dir: S },
-  import: { dir: S, branch: S, message: S },
+  import: { dir: S, branch: S, message: S, jobs: N },
   mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },
   umount: { mountpoint: S },
   commit: { target: S, message: S }, status: { target: S }, reset: { target: S, hard: S },

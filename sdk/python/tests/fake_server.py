@@ -39,7 +39,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "diff": {"a": (str,), "b": (str,)},
     "cat": {"commit": (str,), "path": (str,), "offset": (int,), "length": (int,)},
     "export": {"commit": (str,), "dir": (str,)},
-    "import": {"dir": (str,), "branch": (str,), "message": (str,)},
+    "import": {"dir": (str,), "branch": (str,), "message": (str,), "jobs": (int,)},
     "mount": {"ref": (str,), "mountpoint": (str,), "read_only": (bool,), "allow_other": (bool,),
               "single_threaded": (bool,), "threads": (bool,), "no_follow_cpu": (bool,)},
     "umount": {"mountpoint": (str,)},

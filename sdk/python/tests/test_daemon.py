@@ -135,7 +135,7 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         tree = tmp_path / "tree"
         (tree / "d").mkdir(parents=True)
         (tree / "d" / "x").write_bytes(b"x" * 1000)
-        imp = s.import_dir(tree, branch="main", message="imported")
+        imp = s.import_dir(tree, branch="main", message="imported", jobs=2)
         assert ID.match(imp.commit) and imp.files == 1
         assert s.log("main", 1)[0].message == "imported"
 

@@ -350,8 +350,9 @@ def export(commit: str, dir: str | os.PathLike[str]) -> Call[ExportResult]:
     return Call("export", {"commit": commit, "dir": _path(dir)}, ExportResult.from_json)
 
 
-def import_dir(dir: str | os.PathLike[str], branch: str | None, message: str | None) -> Call[ImportResult]:
-    return Call("import", _args(dir=_path(dir), branch=branch, message=message), ImportResult.from_json)
+def import_dir(dir: str | os.PathLike[str], branch: str | None, message: str | None,
+               jobs: int | None = None) -> Call[ImportResult]:
+    return Call("import", _args(dir=_path(dir), branch=branch, message=message, jobs=jobs), ImportResult.from_json)
 
 
 def mount(ref: str, mountpoint: str | os.PathLike[str], read_only: bool, allow_other: bool,

@@ -244,9 +244,9 @@ class AsyncStore:
         return await self._run(_core.export(commit, dir), progress)
 
     async def import_dir(self, dir: PathArg, branch: str | None = None, message: str | None = None,
-                         progress: ProgressCallback | None = None) -> ImportResult:
+                         progress: ProgressCallback | None = None, jobs: int | None = None) -> ImportResult:
         """Commits a directory's tree (see ``Store.import_dir``)."""
-        return await self._run(_core.import_dir(dir, branch, message), progress)
+        return await self._run(_core.import_dir(dir, branch, message, jobs), progress)
 
     async def mount(self, ref: str, mountpoint: PathArg, read_only: bool = False, allow_other: bool = False, *,
                     single_threaded: bool = False, threads: bool = False, no_follow_cpu: bool = False) -> Mount:

@@ -274,10 +274,11 @@ class Store:
         return self._run(_core.export(commit, dir), progress)
 
     def import_dir(self, dir: PathArg, branch: str | None = None, message: str | None = None,
-                   progress: ProgressCallback | None = None) -> ImportResult:
+                   progress: ProgressCallback | None = None, jobs: int | None = None) -> ImportResult:
         """Commits the tree of ``dir`` as the next Commit of ``branch`` (default main)
-        (``layerfs import``; unchanged files cost a stat)."""
-        return self._run(_core.import_dir(dir, branch, message), progress)
+        (``layerfs import``; unchanged files cost a stat; ``jobs`` files are read and encoded
+        at once, default one per core)."""
+        return self._run(_core.import_dir(dir, branch, message, jobs), progress)
 
     # -- mounts and Workspaces -------------------------------------------------------------------
 
