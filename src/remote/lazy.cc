@@ -111,9 +111,25 @@ Status LazySource::FetchFrom(Remote& remote, Kind kind, const ObjectId& id) {
     LFS_ASSIGN(auto have, store_.kv().Get(cf, cur.AsKey()));
     if (have) break;
   }
+  // The neighbours of zstd-framed records: the rest of their frame, read anyway.
+  std::vector<Located> wanted = chain;
+  {
+    std::set<std::pair<int, ObjectId>> in;
+    for (const auto& c : chain) in.insert({static_cast<int>(c.entry.cf()), c.entry.id});
+    for (const auto& c : chain) {
+      if (c.entry.codec != FrameCodec::kZstd) continue;
+      LFS_ASSIGN(auto frame, FrameEntries(remote, c));
+      for (auto& e : frame) {
+        if (!in.insert({static_cast<int>(e.cf()), e.id}).second) continue;
+        LFS_ASSIGN(auto have, store_.kv().Get(e.cf(), e.id.AsKey()));
+        if (have) continue;
+        wanted.push_back({std::move(e), c.pack_number, c.pack});
+      }
+    }
+  }
   std::vector<std::string> records;
   uint64_t bytes = 0;
-  Status rs = remote.ReadRecords(chain, &records, &bytes);
+  Status rs = remote.ReadRecords(wanted, &records, &bytes);
   bytes_ += bytes;
   LFS_TRY(rs);
   objects::Txn txn;
@@ -126,11 +142,38 @@ Status LazySource::FetchFrom(Remote& remote, Kind kind, const ObjectId& id) {
                                          remote.transport().url(), objects::KindName(kind), chain[i].entry.id.Hex(),
                                          content.status().message()));
   }
+  // Each neighbour on its own: one that does not hash right is dropped, not kept (a later read
+  // of it fetches it again and reports the damage then).
+  uint64_t kept = chain.size();
+  for (size_t i = chain.size(); i < wanted.size(); i++) {
+    const IndexEntry& e = wanted[i].entry;
+    objects::Txn one;
+    os.StageRecord(&one, e.kind, e.id, records[i]);
+    if (!os.GetVerified(e.kind, e.id, &one).ok()) continue;
+    os.StageRecord(&txn, e.kind, e.id, std::move(records[i]));
+    kept++;
+  }
   kv::Batch b;
   os.TakeBatch(&b, &txn);
   LFS_TRY(store_.kv().Write(b, false));
-  objects_ += chain.size();
+  objects_ += kept;
   return Status::Ok();
+}
+
+Result<std::vector<IndexEntry>> LazySource::FrameEntries(Remote& remote, const Located& at) {
+  std::lock_guard l(frames_mu_);
+  std::pair<std::string, std::string> key{remote.name(), at.pack};
+  auto it = frames_.find(key);
+  if (it == frames_.end()) {
+    LFS_ASSIGN(auto index, remote.IndexOf({at.pack, at.pack_number, false}));
+    std::map<uint64_t, std::vector<IndexEntry>> by_frame;
+    for (auto& e : index.entries)
+      if (e.codec == FrameCodec::kZstd) by_frame[e.frame_offset].push_back(std::move(e));
+    it = frames_.emplace(key, std::move(by_frame)).first;
+  }
+  auto f = it->second.find(at.entry.frame_offset);
+  if (f == it->second.end()) return std::vector<IndexEntry>();
+  return f->second;
 }
 
 Result<std::shared_ptr<LazySource>> AttachLazySource(Store& store) {

@@ -4,7 +4,10 @@
 // On a miss for X: the catalog gives X's entry; the chain is followed in the catalog (depth down
 // by one per step, at most kMaxDepth steps) to the first record the Store has; the missing
 // records are read in one ReadRanges batch, decoded and hashed bottom up, and only then written
-// in one batch. Concurrent misses of one id wait for one fetch; at most kMaxConcurrent fetches run
+// in one batch. The other records of a fetched zstd frame (its neighbours in the pack, most often
+// the sibling trees and files a reader wants next) came in the same read: each that the Store lacks
+// is decoded and hashed on its own and kept when it hashes right, so it costs no later fetch.
+// Concurrent misses of one id wait for one fetch; at most kMaxConcurrent fetches run
 // at once; the transport's timeout bounds each. Thread-safe (FUSE threads call it).
 #pragma once
 
@@ -36,6 +39,9 @@ class LazySource : public objects::ObjectSource {
   // ENOENT when `remote` does not have it.
   Status FetchFrom(Remote& remote, objects::Kind kind, const ObjectId& id);
   Result<std::vector<std::shared_ptr<Remote>>> LazyRemotes();
+  // The entries of the zstd frame at `frame_offset` of pack `at` (its index read from the
+  // catalog once per pack, then kept).
+  Result<std::vector<IndexEntry>> FrameEntries(Remote& remote, const Located& at);
 
   Store& store_;
   std::mutex mu_;  // guards everything below
@@ -44,6 +50,9 @@ class LazySource : public objects::ObjectSource {
   int running_ = 0;
   std::map<std::string, std::shared_ptr<Remote>> remotes_;  // by name, reopened if the URL changed
   std::atomic<uint64_t> objects_{0}, bytes_{0};
+  std::mutex frames_mu_;  // guards frames_
+  // Zstd frames' entries by (remote, pack name), then frame offset.
+  std::map<std::pair<std::string, std::string>, std::map<uint64_t, std::vector<IndexEntry>>> frames_;
 };
 
 // Installs a LazySource on the Store's ObjectStore when some remote is lazy (at open, and after
