@@ -52,6 +52,13 @@ struct TreeEntry {
   uint32_t uid = 0, gid = 0;
   uint64_t size = 0;          // files: bytes; symlinks: target length; dirs: file bytes below
   uint64_t subtree_entries = 0;  // dirs: entries below (all depths)
+  // dirs, when `summary` (trees written by format 7 on): the subtree's own subdirectories (its
+  // nlink is 2 + subdirs) and whether any hard link lies anywhere below, so neither needs the
+  // subtree read (a lazy mount fetches nothing for them). Without it (older trees), readers
+  // read the subtree.
+  bool summary = false;
+  uint64_t subdirs = 0;
+  bool links_below = false;
   int64_t mtime_sec = 0;
   uint32_t mtime_nsec = 0;
   uint64_t rdev = 0;

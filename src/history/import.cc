@@ -328,6 +328,7 @@ class Importer {
       TreeEntry& e = node.entries[i];
       if (node.subdirs[i]) {
         LFS_ASSIGN(e.id, Build(*node.subdirs[i]));
+        objects::SummarizeDir(node.subdirs[i]->entries, &e);
       } else if (FileJob* j = node.jobs[i]) {
         e.id = j->id;
         e.chunked = j->chunked;

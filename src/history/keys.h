@@ -21,7 +21,11 @@ namespace layerfs::history {
 // read; the records of a version-3 to -5 Store are read as they are (unchecked) until they are
 // rewritten or committed, and the Store is upgraded by rewriting its config. Older builds refuse
 // a version-6 Store (they would take the flag for part of the length).
-constexpr uint32_t kFormatVersion = 6;
+// 7: a directory's tree entry may carry a summary (its subdirectories and whether hard links
+// lie below: flags 2 and 4, then a varint), so mounts need not read subtrees for nlink or hard
+// links. Older trees have none and are read as they are; the Store is upgraded by rewriting its
+// config. Older builds refuse a version-7 Store (they would misread the new entries).
+constexpr uint32_t kFormatVersion = 7;
 constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr std::string_view kConfigKey = "config";
 inline constexpr std::string_view kRefPrefix = "ref/";     // + branch name -> 16-byte commit id

@@ -156,6 +156,8 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
   constexpr uint64_t kUnreadable = ~0ull;  // already reported
   struct TreeResult {
     uint64_t entries = 0;
+    uint64_t subdirs = 0;      // its own subdirectories
+    bool links_below = false;  // a hard link anywhere below (checked against entry summaries)
     Indices damage;
   };
   std::unordered_map<ObjectId, TreeResult, ObjectIdHash> trees;
@@ -180,12 +182,23 @@ Result<VerifyReport> Store::Verify(const std::vector<ObjectId>& requested, const
     for (const auto& e : *entries) {
       std::string p = path + "/" + e.name;
       res.entries++;
+      if (e.type != EntryType::kDir) res.links_below |= e.link_group != 0;
       if (e.type == EntryType::kDir) {
+        res.subdirs++;
         TreeResult below = tree(e.id, p, depth + 1);
+        res.links_below |= below.links_below;
         res.damage.insert(res.damage.end(), below.damage.begin(), below.damage.end());
         if (below.entries != kUnreadable && below.entries != e.subtree_entries)
           res.damage.push_back(problem(e.id, "tree", p, Status::Corrupt(fmt::format("{} entries below, its entry says {}",
                                                                                    below.entries, e.subtree_entries))));
+        // A summary is what mounts believe without reading the subtree (nlink, hard links).
+        if (below.entries != kUnreadable && e.summary &&
+            (below.subdirs != e.subdirs || below.links_below != e.links_below))
+          res.damage.push_back(problem(
+              e.id, "tree", p,
+              Status::Corrupt(fmt::format("{} subdirectories and {} below, its entry says {} and {}", below.subdirs,
+                                          below.links_below ? "hard links" : "no hard links", e.subdirs,
+                                          e.links_below ? "hard links" : "no hard links"))));
         if (__builtin_add_overflow(res.entries, e.subtree_entries, &res.entries)) res.entries = kUnreadable - 1;
       } else if (e.type == EntryType::kFile && !e.id.IsZero()) {
         auto [it, fresh] = files.try_emplace(e.id);

@@ -74,7 +74,17 @@ bool Merge3(const T* base, const T& ours, const T& theirs, T* out) {
 
 struct Sums {
   uint64_t bytes = 0, entries = 0;
+  TreeEntry summary;  // the merged tree's summary (objects::SummarizeDir), for its entry
 };
+
+// The merged tree's sums into its entry.
+void SetSums(const Sums& s, TreeEntry* r) {
+  r->size = s.bytes;
+  r->subtree_entries = s.entries;
+  r->summary = s.summary.summary;
+  r->subdirs = s.summary.subdirs;
+  r->links_below = s.summary.links_below;
+}
 
 // What the renames of both sides ask of the walk (see PlanRenames).
 struct RenamePlan {
@@ -255,8 +265,7 @@ Status Merger::MergeName(const std::string& prefix, const Opt& b, const Opt& o, 
       Sums s;
       LFS_ASSIGN(r.id, MergeDir(path + "/", b, o, t, &s));
       if (s.entries == 0 && !(o && t) && b) return Status::Ok();  // deleted on one side, nothing left
-      r.size = s.bytes;
-      r.subtree_entries = s.entries;
+      SetSums(s, &r);
       if (!attrs_ok) AddConflict(path, ConflictKind::kAttributes, b, o, t);
       out->push_back(std::move(r));
       return Status::Ok();
@@ -322,11 +331,13 @@ Status Merger::MergeEntries(const std::string& prefix, const Opt& b, const Opt& 
         r.id = t->id;
         r.size = t->size;
         r.subtree_entries = t->subtree_entries;
+        r.summary = t->summary;
+        r.subdirs = t->subdirs;
+        r.links_below = t->links_below;
       } else {
         Sums s;
         LFS_ASSIGN(r.id, MergeDir(path + "/", IsDir(b) ? b : Opt(), o, t, &s));
-        r.size = s.bytes;
-        r.subtree_entries = s.entries;
+        SetSums(s, &r);
       }
       if (!attrs_ok) AddConflict(path, ConflictKind::kAttributes, b, o, t);
       out->push_back(std::move(r));
@@ -382,8 +393,7 @@ Status Merger::MergeEntries(const std::string& prefix, const Opt& b, const Opt& 
     TreeEntry r = kept;
     LFS_ASSIGN(r.id, MergeDir(path + "/", b, ours_kept ? o : Opt(), ours_kept ? Opt() : t, &s));
     if (s.entries == 0) return Status::Ok();
-    r.size = s.bytes;
-    r.subtree_entries = s.entries;
+    SetSums(s, &r);
     out->push_back(std::move(r));
     return Status::Ok();
   }
@@ -436,6 +446,7 @@ Result<ObjectId> Merger::MergeDir(const std::string& prefix, const Opt& b, const
     sums->entries += 1 + (e.type == EntryType::kDir ? e.subtree_entries : 0);
     if (e.type == EntryType::kFile || e.type == EntryType::kDir) sums->bytes += e.size;
   }
+  objects::SummarizeDir(out, &sums->summary);
   std::optional<ObjectId> delta_base;
   if (IsDir(o)) delta_base = o->id;
   LFS_ASSIGN(auto put, st_.objects().Put(objects::Kind::kTree, objects::EncodeTree(out), delta_base, txn_));

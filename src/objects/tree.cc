@@ -16,15 +16,37 @@ bool ValidName(std::string_view n) {
          n.find('/') == std::string_view::npos && n.find('\0') == std::string_view::npos;
 }
 
+void SummarizeDir(const std::vector<TreeEntry>& entries, TreeEntry* dir) {
+  dir->summary = true;
+  dir->subdirs = 0;
+  dir->links_below = false;
+  for (const auto& e : entries) {
+    if (e.type == EntryType::kDir) {
+      dir->subdirs++;
+      dir->summary &= e.summary;
+      dir->links_below |= e.links_below;
+    } else {
+      dir->links_below |= e.link_group != 0;
+    }
+  }
+  if (!dir->summary) {
+    dir->subdirs = 0;
+    dir->links_below = false;
+  }
+}
+
 bool ValidXattrName(std::string_view n) {
   return n.size() > 5 && n.size() <= 255 && n.substr(0, 5) == "user." && n.find('\0') == std::string_view::npos;
 }
 
 // FORMAT (tree, version 1): varint count, then per entry:
 //   bytes name, u8 type, varint mode, uid, gid, size, svarint mtime_sec, varint mtime_nsec,
-//   varint rdev, varint link_group, u8 flags (1 = chunked), varint xattr count, (bytes, bytes)*,
+//   varint rdev, varint link_group, u8 flags, varint xattr count, (bytes, bytes)*,
 //   then for files: 16-byte id (zero id = empty file); for dirs: 16-byte id, varint
-//   subtree_entries (size holds the file bytes below); for symlinks: bytes target.
+//   subtree_entries (size holds the file bytes below), [varint subdirs if flags & 2]; for
+//   symlinks: bytes target.
+//   flags: files 1 = chunked; dirs (format 7) 2 = a summary follows (subdirs), 4 = hard links
+//   lie below (only with 2). No other bit is set.
 std::string EncodeTree(const std::vector<TreeEntry>& entries) {
   std::string s;
   PutVarint(&s, entries.size());
@@ -39,15 +61,19 @@ std::string EncodeTree(const std::vector<TreeEntry>& entries) {
     PutVarint(&s, e.mtime_nsec);
     PutVarint(&s, e.rdev);
     PutVarint(&s, e.link_group);
-    PutU8(&s, e.chunked ? 1 : 0);
+    uint8_t flags = e.chunked ? 1 : 0;
+    if (e.type == EntryType::kDir) flags = e.summary ? (2 | (e.links_below ? 4 : 0)) : 0;
+    PutU8(&s, flags);
     PutVarint(&s, e.xattrs.size());
     for (const auto& [k, v] : e.xattrs) {
       PutBytes(&s, k);
       PutBytes(&s, v);
     }
     if (e.type == EntryType::kFile || e.type == EntryType::kDir) s.append(e.id.AsKey());
-    if (e.type == EntryType::kDir) PutVarint(&s, e.subtree_entries);
-    else if (e.type == EntryType::kSymlink) PutBytes(&s, e.target);
+    if (e.type == EntryType::kDir) {
+      PutVarint(&s, e.subtree_entries);
+      if (e.summary) PutVarint(&s, e.subdirs);
+    } else if (e.type == EntryType::kSymlink) PutBytes(&s, e.target);
   }
   return s;
 }
@@ -89,7 +115,11 @@ Result<std::vector<TreeEntry>> DecodeTree(std::string_view data) {
     e.mtime_nsec = static_cast<uint32_t>(nsec);
     e.rdev = rdev;
     e.link_group = group;
-    e.chunked = flags & 1;
+    const bool dir = type == static_cast<uint8_t>(EntryType::kDir);
+    if (dir ? (flags & ~6) != 0 || flags == 4 : (flags & ~1) != 0) return Status::Corrupt("tree: invalid entry flags");
+    e.chunked = !dir && (flags & 1);
+    e.summary = dir && (flags & 2);
+    e.links_below = dir && (flags & 4);
     for (uint64_t x = 0; x < nx; x++) {
       std::string_view k, v;
       if (!r.Bytes(&k) || !r.Bytes(&v)) return Status::Corrupt("tree: truncated xattr");
@@ -106,6 +136,8 @@ Result<std::vector<TreeEntry>> DecodeTree(std::string_view data) {
       e.id = ObjectId::FromKey(id);
       if (e.type == EntryType::kDir && !r.Varint(&e.subtree_entries))
         return Status::Corrupt("tree: truncated directory entry");
+      if (e.summary && (!r.Varint(&e.subdirs) || e.subdirs > e.subtree_entries))
+        return Status::Corrupt("tree: invalid directory summary");
     } else if (e.type == EntryType::kSymlink) {
       std::string_view t;
       if (!r.Bytes(&t)) return Status::Corrupt("tree: truncated symlink");

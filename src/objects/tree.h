@@ -11,6 +11,11 @@ namespace layerfs::objects {
 
 // Entries must be sorted by name, names unique and valid (ValidName).
 std::string EncodeTree(const std::vector<TreeEntry>& entries);
+
+// Sets the summary of `dir` (its entry in the parent: TreeEntry::summary) from the entries of
+// its tree: the subdirectories, and whether a hard link lies anywhere below. Known only when
+// every subdirectory's entry has its own summary; otherwise `dir` gets none.
+void SummarizeDir(const std::vector<TreeEntry>& entries, TreeEntry* dir);
 Result<std::vector<TreeEntry>> DecodeTree(std::string_view data);
 
 // A stored name is one path component: non-empty, at most 255 bytes, no '/', no NUL, not "." or "..".

@@ -213,12 +213,16 @@ Status Workspace::Impl::Materialize(Inode* dir) {
           n.origin = e.id;
           n.count_known = true;
           n.origin_size = e.subtree_entries;
-          // nlink of a directory: 2 + its subdirectories. A subtree that cannot be read is
-          // listed anyway (nlink 2) and fails when opened: damage stays in its directory.
-          auto sub = store_.ReadTree(e.id);
+          // nlink of a directory: 2 + its subdirectories, from the entry's summary (so a lazy
+          // mount fetches nothing to list a directory) or, for older trees, from the subtree.
+          // A subtree that cannot be read is listed anyway (nlink 2) and fails when opened:
+          // damage stays in its directory.
           n.nlink = 2;
-          if (sub.ok())
+          if (e.summary) {
+            n.nlink += static_cast<uint32_t>(std::min<uint64_t>(e.subdirs, UINT32_MAX - 2));
+          } else if (auto sub = store_.ReadTree(e.id); sub.ok()) {
             for (const auto& s : *sub) n.nlink += s.type == EntryType::kDir;
+          }
         } else if (e.type == EntryType::kSymlink) {
           n.size = e.target.size();
         }
@@ -263,6 +267,8 @@ Status Workspace::Impl::MaterializeLinkDirs(const ObjectId& root_tree) {
     bool below = has_link;
     for (const auto& e : entries) {
       if (e.type != EntryType::kDir) continue;
+      // A summary without hard links below: nothing there to find (and, lazily, nothing to fetch).
+      if (e.summary && !e.links_below) continue;
       path.push_back(e.name);
       LFS_ASSIGN(bool sub, walk(e.id));
       below |= sub;

@@ -122,17 +122,18 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
   std::map<Ino, std::pair<ObjectId, bool>> files_done;  // hard links: content stored once
   struct Sums {
     uint64_t bytes = 0, entries = 0;
+    TreeEntry summary;  // the built tree's summary (objects::SummarizeDir), for its entry
   };
   std::function<Result<ObjectId>(const Inode&, Sums*, size_t)> build = [&](const Inode& dir, Sums* sums,
                                                                            size_t depth) -> Result<ObjectId> {
     if (depth > objects::kMaxTreeDepth)
       return Status::Errorf(ELOOP, "directories nested deeper than {} cannot be committed", objects::kMaxTreeDepth);
     LFS_ASSIGN(auto entries, ListEntries(dir.ino, snap));
-    std::unordered_map<ObjectId, std::pair<uint64_t, uint64_t>, ObjectIdHash> old_sums;
+    std::unordered_map<ObjectId, TreeEntry, ObjectIdHash> old_sums;
     if (dir.has_origin) {
       LFS_ASSIGN(auto old_tree, store_.ReadTree(dir.origin, txn));
-      for (const auto& o : old_tree)
-        if (o.type == EntryType::kDir) old_sums[o.id] = {o.size, o.subtree_entries};
+      for (auto& o : old_tree)
+        if (o.type == EntryType::kDir) old_sums[o.id] = std::move(o);
     }
     std::vector<TreeEntry> tree;
     tree.reserve(entries.size());
@@ -158,20 +159,27 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
           LFS_ASSIGN(e.id, build(n, &sub, depth + 1));
           e.size = sub.bytes;
           e.subtree_entries = sub.entries;
+          e.summary = sub.summary.summary;
+          e.subdirs = sub.summary.subdirs;
+          e.links_below = sub.summary.links_below;
         } else {
           // Unchanged: the sums are in the entry for that tree in the parent's committed
           // listing (found by id, so a moved directory matches too); only a directory that came
           // from elsewhere needs its own listing read.
           e.id = n.origin;
           if (auto it = old_sums.find(n.origin); it != old_sums.end()) {
-            e.size = it->second.first;
-            e.subtree_entries = it->second.second;
+            e.size = it->second.size;
+            e.subtree_entries = it->second.subtree_entries;
+            e.summary = it->second.summary;
+            e.subdirs = it->second.subdirs;
+            e.links_below = it->second.links_below;
           } else {
             LFS_ASSIGN(auto sub_tree, store_.ReadTree(n.origin, txn));
             for (const auto& s : sub_tree) {
               e.subtree_entries += 1 + (s.type == EntryType::kDir ? s.subtree_entries : 0);
               e.size += s.type == EntryType::kSymlink ? 0 : s.size;
             }
+            objects::SummarizeDir(sub_tree, &e);
           }
         }
         sums->bytes += e.size;
@@ -197,6 +205,7 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
       }
       tree.push_back(std::move(e));
     }
+    objects::SummarizeDir(tree, &sums->summary);
     std::optional<ObjectId> base;
     if (dir.has_origin) base = dir.origin;
     LFS_ASSIGN(auto put, store_.objects().Put(Kind::kTree, objects::EncodeTree(tree), base, txn));

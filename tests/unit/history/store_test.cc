@@ -95,11 +95,11 @@ TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
            static_cast<uint32_t>(static_cast<uint8_t>((**cfg)[1])) << 8;
   };
   // Versions 3 to 5 hold data-log records without checksums: upgraded by rewriting the config.
-  for (uint32_t old : {1u, 2u, 3u, 4u, 5u}) {
+  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u}) {
     set_version(old);
     auto st = Store::OpenOnKv(kv_.get(), Policy{});
     ASSERT_TRUE(st.ok()) << st.status().ToString();
-    EXPECT_EQ(version(), 6u) << old;
+    EXPECT_EQ(version(), 7u) << old;
     store_ = std::move(*st);
     EXPECT_EQ(Cat(c, "f"), "hello");
     EXPECT_EQ(store_->PendingEncodings(), 0u) << old;  // an imported Store has nothing queued
@@ -108,14 +108,14 @@ TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
     EXPECT_TRUE(refs->empty()) << old;
     store_.reset();
   }
-  for (uint32_t bad : {0u, 7u, 99u}) {
+  for (uint32_t bad : {0u, 8u, 99u}) {
     set_version(bad);
     auto refused = Store::OpenOnKv(kv_.get(), Policy{});
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_EQ(refused.status().code(), EPROTO) << bad;
     EXPECT_EQ(version(), bad);
   }
-  set_version(6);
+  set_version(7);
 }
 
 TEST_F(StoreTest, CreateOpenOnDisk) {

@@ -69,6 +69,9 @@ void ExpectSameEntry(const TreeEntry& a, const TreeEntry& b) {
   EXPECT_EQ(a.id, b.id);
   EXPECT_EQ(a.target, b.target);
   EXPECT_EQ(a.xattrs, b.xattrs);
+  EXPECT_EQ(a.summary, b.summary);
+  EXPECT_EQ(a.subdirs, b.subdirs);
+  EXPECT_EQ(a.links_below, b.links_below);
 }
 
 TEST(Tree, RoundTrip) {
@@ -137,6 +140,71 @@ TEST(Tree, InvalidFieldsRejected) {
   std::string s;
   base::PutVarint(&s, 1ull << 40);
   EXPECT_EQ(DecodeTree(s).status().code(), EIO);
+}
+
+// Format 7: a directory entry's summary round-trips; flags that make no sense are damage; and
+// SummarizeDir knows a summary only when every subdirectory has one.
+TEST(Tree, DirectorySummaries) {
+  TreeEntry sub;
+  sub.name = "sub";
+  sub.type = EntryType::kDir;
+  sub.id = base::HashContent("sub", 1);
+  sub.subtree_entries = 9;
+  sub.summary = true;
+  sub.subdirs = 3;
+  sub.links_below = true;
+  TreeEntry plain = sub;
+  plain.name = "t";
+  plain.summary = false;
+  plain.subdirs = 0;
+  plain.links_below = false;
+  std::string enc = EncodeTree({sub, plain});
+  auto dec = DecodeTree(enc);
+  ASSERT_TRUE(dec.ok()) << dec.status().ToString();
+  ExpectSameEntry((*dec)[0], sub);
+  ExpectSameEntry((*dec)[1], plain);
+  EXPECT_EQ(EncodeTree(*dec), enc);
+
+  auto with_flags = [&](TreeEntry e, uint8_t flags) {
+    std::string one = EncodeTree({e});
+    // The flags byte follows the link group, the last varint before it (all one byte here).
+    size_t pos = 1 + 1 + e.name.size() + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1;
+    one[pos] = static_cast<char>(flags);
+    return DecodeTree(one);
+  };
+  TreeEntry small = sub;
+  small.subtree_entries = 5;
+  small.subdirs = 2;
+  small.mode = 0;
+  ASSERT_TRUE(with_flags(small, 2 | 4).ok());
+  EXPECT_EQ(with_flags(small, 4).status().code(), EIO);      // links without a summary
+  EXPECT_EQ(with_flags(small, 1 | 2).status().code(), EIO);  // a chunked directory
+  EXPECT_EQ(with_flags(small, 8 | 2).status().code(), EIO);
+  TreeEntry file;
+  file.name = "f";
+  file.id = base::HashContent("c", 1);
+  file.mode = 0;  // one-byte varints: the flags byte is where with_flags looks
+  ASSERT_TRUE(with_flags(file, 1).ok());
+  EXPECT_EQ(with_flags(file, 2).status().code(), EIO);
+  TreeEntry lying = sub;
+  lying.subdirs = 10;  // more subdirectories than entries below
+  EXPECT_EQ(DecodeTree(EncodeTree({lying})).status().code(), EIO);
+
+  TreeEntry linked_file = file;
+  linked_file.link_group = 4;
+  TreeEntry dir;
+  SummarizeDir({file, plain}, &dir);
+  EXPECT_FALSE(dir.summary) << "t has no summary";
+  SummarizeDir({file}, &dir);
+  EXPECT_TRUE(dir.summary && dir.subdirs == 0 && !dir.links_below);
+  TreeEntry quiet = sub;
+  quiet.links_below = false;
+  SummarizeDir({file, quiet}, &dir);
+  EXPECT_TRUE(dir.summary && dir.subdirs == 1 && !dir.links_below);
+  SummarizeDir({linked_file, quiet}, &dir);
+  EXPECT_TRUE(dir.summary && dir.links_below);
+  SummarizeDir({file, sub}, &dir);
+  EXPECT_TRUE(dir.summary && dir.subdirs == 1 && dir.links_below) << "from below";
 }
 
 TEST(Tree, ValidName) {

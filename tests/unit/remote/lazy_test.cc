@@ -7,6 +7,7 @@
 #include "objects/tree.h"
 #include "remote/pack.h"
 #include "sync_fixture.h"
+#include "workspace/workspace.h"
 
 namespace layerfs::testing {
 namespace {
@@ -128,6 +129,72 @@ TEST_F(LazyTest, ReadingOneFileFetchesThatFileOnly) {
   EXPECT_TRUE(all->ok()) << all->problems[0];
   EXPECT_EQ(all->missing, 0u);
   EXPECT_EQ(Cat(b, head, "big/chunked"), files["big/chunked"]);
+}
+
+// A lazy fork mounts, lists a directory and reads one file fetching that path's trees only:
+// directory entries carry their subtree's subdirectory count and whether hard links lie below
+// (format 7), so neither nlink nor the search for hard links reads other subtrees. nlink and
+// a hard link deep in one directory are still exact.
+TEST_F(LazyTest, AForkMountsListsAndReadsWithoutFetchingOtherTrees) {
+  auto* fault = NewRemote();
+  Host a = NewHostWithRemote();
+  TempDir src;
+  auto path = [&](const std::string& p) { return src.path() + "/" + p; };
+  for (int d = 0; d < 300; d++) {
+    const std::string dir = "d" + std::to_string(d);
+    std::filesystem::create_directories(path(dir + "/x"));
+    std::filesystem::create_directories(path(dir + "/y"));
+    for (int f = 0; f < 30; f++)
+      WriteFile(path(dir + "/a-file-with-a-rather-long-name-" + std::to_string(f)), TextBytes(200 + f, d * 100 + f));
+    WriteFile(path(dir + "/x/g"), TextBytes(100, d));
+  }
+  ASSERT_EQ(::link(path("d77/x/g").c_str(), path("d77/y/h").c_str()), 0);
+  std::vector<std::string> all;
+  for (auto& e : std::filesystem::recursive_directory_iterator(src.path())) all.push_back(e.path());
+  for (auto& p : all) SetMtime(p, 1700000000, 0);
+  auto head = a.store->Import(src.path(), {});
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  // The import wrote summaries: d77 has two subdirectories and a hard link below, d5 none.
+  auto d77 = a.store->Lookup(*head, "d77");
+  auto d5 = a.store->Lookup(*head, "d5");
+  ASSERT_TRUE(d77.ok() && d5.ok());
+  EXPECT_TRUE(d77->summary && d77->links_below);
+  EXPECT_EQ(d77->subdirs, 2u);
+  EXPECT_TRUE(d5->summary && !d5->links_below);
+  auto pushed = Push(a);
+  ASSERT_TRUE(pushed.ok()) << pushed.status().ToString();
+
+  Host b = NewHostWithRemote("r", /*lazy=*/true);
+  ASSERT_TRUE(Fetch(b).ok());
+  ASSERT_TRUE(b.store->Fork("w", "origin/main").ok());
+  const uint64_t ranges0 = fault->ranges_read(), bytes0 = fault->bytes_read();
+  auto ws = workspace::Workspace::Open(*b.store, {.branch = "w"});
+  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+  auto root = (*ws)->ReadDir(workspace::kRootIno);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  EXPECT_EQ(root->size(), 300u);
+  auto d9 = (*ws)->Lookup(workspace::kRootIno, "d9");
+  ASSERT_TRUE(d9.ok());
+  EXPECT_EQ(d9->nlink, 4u);
+  auto f = (*ws)->LookupPath("d5/a-file-with-a-rather-long-name-7");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto data = (*ws)->Read(f->ino, 0, 1 << 20);
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(*data, TextBytes(207, 507));
+  auto h = (*ws)->LookupPath("d77/y/h");
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->nlink, 2u);
+  // The commit, the root, d5, d77, d77/x, d77/y, the file: one range each at most (neighbours
+  // in their frames come along). Reading every tree takes the 900 trees' frames.
+  const uint64_t ranges = fault->ranges_read() - ranges0;
+  EXPECT_LE(ranges, 10u) << (fault->bytes_read() - bytes0) << " bytes";
+  EXPECT_LT(fault->bytes_read() - bytes0, pushed->sent.bytes / 4);
+  // A write through one link reaches the other.
+  ASSERT_TRUE((*ws)->Write(h->ino, 0, "through h").ok());
+  auto g = (*ws)->LookupPath("d77/x/g");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->ino, h->ino);
+  EXPECT_EQ((*ws)->Read(g->ino, 0, 9).value_or(""), "through h");
 }
 
 TEST_F(LazyTest, ADamagedRecordIsEioAndNothingOfItIsKept) {

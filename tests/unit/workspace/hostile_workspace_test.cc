@@ -92,6 +92,35 @@ TEST_F(HostileWorkspaceTest, LyingSubtreeCountsAreEio) {
   EXPECT_EQ(ws3->ReadDir(kRootIno).status().code(), EIO);
 }
 
+// Format 7: a directory entry's summary is believed without reading the subtree (nlink, hard
+// links below). A lying one can only make those wrong, never a name or a byte; verify names it.
+TEST_F(HostileWorkspaceTest, LyingSummariesAreReportedByVerify) {
+  TreeEntry a = File("a", "linked"), b = File("b", "linked");
+  a.link_group = b.link_group = 7;
+  TreeEntry e = Dir("e", {a, b}, 2);
+  e.summary = true;  // honest: no subdirectories, hard links below
+  e.links_below = true;
+  TreeEntry d = Dir("d", {e}, 3);
+  d.summary = true;  // lies: e is a subdirectory, and hard links lie below
+  d.subdirs = 0;
+  d.links_below = false;
+  auto ws = Open({d}, 4);
+  ASSERT_TRUE(ws);
+  auto ld = ws->Lookup(kRootIno, "d");
+  ASSERT_TRUE(ld.ok());
+  EXPECT_EQ(ld->nlink, 2u) << "believed";
+  auto la = ws->LookupPath("d/e/a");
+  ASSERT_TRUE(la.ok()) << la.status().ToString();
+  EXPECT_EQ(*ws->Read(la->ino, 0, 10), "linked");
+  EXPECT_EQ(la->nlink, 2u) << "both names are in e";
+  auto v = store_->Verify({});
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->problems.size(), 1u);
+  EXPECT_NE(v->problems[0].find("/d: 1 subdirectories and hard links below, its entry says 0 and no hard links"),
+            std::string::npos)
+      << v->problems[0];
+}
+
 TEST_F(HostileWorkspaceTest, CommitClaimingMoreEntriesThanInodeNumbersIsRefused) {
   auto head = store_->BranchHead("main");
   auto c = store_->CommitTree("main", Put(Kind::kTree, objects::EncodeTree({})), **head, "crafted", 0, ~0ull - 1);
