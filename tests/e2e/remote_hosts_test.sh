@@ -35,6 +35,12 @@ trap 'rc=$?; cleanup_hosts; (exit $rc); cleanup' EXIT
 a init "$A" >/dev/null
 LAYERFS_STORE=$A mnt main "$WORK/mA" >/dev/null
 mkdir -p "$WORK/mA/src/deep/er" "$WORK/mA/empty"
+# An older Commit's file that the head no longer has: a lazy clone reading the whole head never
+# fetches it (what lazy verify must count as not fetched yet; a pack's frames carry the
+# neighbours of what is read, so the head's own records may all come in).
+head -c 3000000 /dev/urandom >"$WORK/mA/old.bin"
+a commit "$WORK/mA" -m "an old file" >/dev/null
+rm "$WORK/mA/old.bin"
 for i in $(seq 40); do printf 'file %d\n%s\n' "$i" "$(seq "$i")" >"$WORK/mA/src/f$i.txt"; done
 head -c 5000000 /dev/urandom >"$WORK/mA/src/deep/er/big.bin"
 printf '#!/bin/sh\necho hi\n' >"$WORK/mA/src/run.sh"
