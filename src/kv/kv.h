@@ -164,6 +164,8 @@ struct RocksOptions {
   // the power-loss layer sees it, and before_sync runs before either sees a sync.
   std::shared_ptr<FileIo> io;             // null: RocksDB's default file system
   std::shared_ptr<FileFaults> faults;     // tests: faults in the database's files
+  // Tests: the memtable size at which RocksDB flushes a family by itself (0: the tuned 64 MiB).
+  size_t write_buffer_bytes = 0;
 };
 // Opens (or creates) the RocksDB database at `path`. Fails with EBUSY if another process holds
 // it; a database with damaged table files opens (reads of them are EIO) with a warning in the

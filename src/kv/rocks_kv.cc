@@ -25,7 +25,10 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <thread>
 
@@ -123,6 +126,10 @@ struct Health {
   std::string why;  // guarded by mu
   std::function<void()> on_stop;  // set once before the first open; not called once closing
   std::atomic<bool> closing{false};
+  // The flush gate (RocksKv::FlushGate): RocksDB's own flushes are held (memtables may grow past
+  // their flush size) because the disk has no room for them. Only with a space guard (`gate`).
+  bool gate = false;
+  std::atomic<bool> hold{false};
   void Stop(const std::string& what, bool space, Kind k) {
     {
       std::lock_guard l(mu);
@@ -151,6 +158,11 @@ class Listener : public rocksdb::EventListener {
   void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* bg_error) override {
     if (!bg_error || bg_error->ok()) return;
     bool space = bg_error->IsNoSpace() || bg_error->ToString().find("No space") != std::string::npos;
+    // A flush that failed for space anyway (the disk filled from outside while it ran): the
+    // reopen holds flushes, so the replayed memtables do not run into the same wall at once.
+    if (space && health_->gate &&
+        (reason == rocksdb::BackgroundErrorReason::kFlush || reason == rocksdb::BackgroundErrorReason::kFlushNoWAL))
+      health_->hold = true;
     health_->Stop(fmt::format("{} failed: {}", ReasonName(reason), bg_error->ToString()), space,
                   reason == rocksdb::BackgroundErrorReason::kCompaction ? Health::kCompaction : Health::kOther);
   }
@@ -210,10 +222,12 @@ class RocksKv : public Kv {
     kv->env_ = rocksdb::NewCompositeEnv(PrivateFileSystem(std::move(fs), ro.file_mode));
     RocksKv* raw = kv.get();
     kv->health_->on_stop = [raw] { raw->WakeRecovery(); };
+    kv->health_->gate = ro.space != nullptr && !ro.read_only;
     std::vector<std::string> existing;
     (void)rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &existing);
     kv->legacy_ = std::find(existing.begin(), existing.end(), CfName(Cf::kTrees)) != existing.end();
     if (ro.read_only) LFS_TRY(kv->LockForReading());
+    const auto before = ro.read_only ? std::set<std::string>() : kv->Files();
     rocksdb::Status rs;
     auto d = kv->OpenDb(ro.read_only, &rs);
     if (!d && rs.IsCorruption()) {
@@ -229,12 +243,17 @@ class RocksKv : public Kv {
       ro.space->ReleaseReserve("the database could not open for lack of space");
       d = kv->OpenDb(false, &rs);
     }
-    if (!d) return FromRocks(rs, "open database " + path);
+    if (!d) {
+      Status st = FromRocks(rs, "open database " + path);
+      if (!ro.read_only && st.code() == ENOSPC) kv->RemoveWhatAFailedOpenLeft(before);
+      return st;
+    }
     kv->db_ = std::move(d);
     if (ro.space && !ro.read_only) {
       ro.space->SetPendingBytes([raw] { return raw->PendingBytes(); });
       ro.space->SetRelieve([raw] { return raw->FlushWhatFits(); });
     }
+    if (kv->health_->hold) kv->ReleaseHoldOrWait();
     return std::unique_ptr<Kv>(std::move(kv));
   }
 
@@ -268,6 +287,7 @@ class RocksKv : public Kv {
       if (health_->stopped) (void)Recover();
       auto d = Use();
       if (!d || d->read_only || health_->stopped) return StoppedStatus();
+      if (health_->gate) LFS_TRY(FlushGate(*d, batch));
       rocksdb::WriteBatch wb;
       for (const auto& e : batch.entries()) {
         rocksdb::Status s;
@@ -472,6 +492,8 @@ class RocksKv : public Kv {
       unsynced_ = true;
       spdlog::info("database: reopened after the failure in {} ms; writes are taken again",
                    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+      l.unlock();
+      if (health_->hold) ReleaseHoldOrWait();
       return Status::Ok();
     }
     Status st = FromRocks(rs, "reopen database");
@@ -523,6 +545,11 @@ class RocksKv : public Kv {
       cfs.emplace_back(CfName(Cf::kBlobs), rocks::CfOptions(Cf::kBlobs, cache_));
       cfs.emplace_back(CfName(Cf::kWorkspace), rocks::CfOptions(Cf::kWorkspace, cache_));
     }
+    // Flushes held (the flush gate) or a WAL of more than half a memtable to replay: the families'
+    // flush size is raised, so recovery replays it into memtables without a flush in the middle
+    // (avoid_flush_during_recovery covers only the flush at its end), which a full disk fails.
+    const bool hold = !read_only && health_->gate && (health_->hold || WalBytes() >= WriteBufferBytes() / 2);
+    for (auto& c : cfs) c.options.write_buffer_size = hold ? kHeldWriteBuffer : WriteBufferBytes();
     auto d = std::make_shared<Db>();
     d->read_only = read_only;
     if (opts_.workspace_replay_ok) {
@@ -545,7 +572,42 @@ class RocksKv : public Kv {
       *rs = db->Flush(fo, d->handles);
       if (!rs->ok()) return nullptr;
     }
+    if (hold) health_->hold = true;
     return d;
+  }
+
+  // The names of the database's files.
+  std::set<std::string> Files() const {
+    std::set<std::string> out;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(path_, ec), end; !ec && it != end; it.increment(ec))
+      out.insert(it->path().filename().string());
+    return out;
+  }
+
+  // An open that failed for space leaves what it began: an empty WAL, a new MANIFEST that
+  // CURRENT does not name, a temporary file. They are removed (so a failed writable verb on a
+  // full disk changes nothing); anything CURRENT names, and every file that was there before, stays.
+  void RemoveWhatAFailedOpenLeft(const std::set<std::string>& before) {
+    std::string current;
+    if (FILE* f = std::fopen((path_ + "/CURRENT").c_str(), "r")) {
+      char buf[256];
+      size_t n = std::fread(buf, 1, sizeof buf, f);
+      std::fclose(f);
+      current.assign(buf, n);
+      while (!current.empty() && (current.back() == '\n' || current.back() == '\r')) current.pop_back();
+    }
+    for (const auto& name : Files()) {
+      if (before.count(name)) continue;
+      const std::string file = path_ + "/" + name;
+      std::error_code ec;
+      const bool empty_wal = name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0 &&
+                             std::filesystem::file_size(file, ec) == 0 && !ec;
+      const bool stray_manifest = name.rfind("MANIFEST-", 0) == 0 && !current.empty() && name != current;
+      const bool temp = name.size() > 6 && name.compare(name.size() - 6, 6, ".dbtmp") == 0;
+      if (!empty_wal && !stray_manifest && !temp) continue;
+      if (::unlink(file.c_str()) == 0) spdlog::info("database: removed {} left by the failed open", file);
+    }
   }
 
   // A read-only open takes no lock of RocksDB's: an OFD read lock on its LOCK file keeps a
@@ -624,6 +686,109 @@ class RocksKv : public Kv {
     if (!pause) paused_ = false;
   }
 
+  // The flush gate. RocksDB flushes a family by itself once its active memtable reaches its flush
+  // size, and a flush that fails for space stops the engine (a reopen, with the reserve). The
+  // space guard counts the memtables on top of its floor, so growth it admits leaves room for
+  // their flush; but exempt writes (deletions) and a disk filled from outside can reach the
+  // flush without room. So, when a write would bring a family near its flush size and the disk
+  // lacks room for the memtables, flushes are held: every family's flush size is raised
+  // (kHeldWriteBuffer), exempt writes go on into the memtables (up to kHeldLimit), others are
+  // ENOSPC. The hold ends (flush sizes back; RocksDB then flushes what is over) once the disk has
+  // the memtables plus half the floor free: checked by admitted writes and every second by the
+  // recovery thread. Every write stays in the WAL meanwhile, as always.
+  static constexpr uint64_t kHeldWriteBuffer = uint64_t{1} << 30;
+  static constexpr uint64_t kHeldLimit = uint64_t{256} << 20;
+  static constexpr uint64_t kFlushRoom = 1 << 20;
+
+  uint64_t WriteBufferBytes() const { return opts_.write_buffer_bytes ? opts_.write_buffer_bytes : 64 << 20; }
+
+  Status FlushGate(Db& d, const Batch& batch) {
+    const bool exempt = batch.space_exempt();
+    const uint64_t bytes = batch.ApproximateBytes();
+    if (health_->hold && !exempt) (void)TryReleaseHold(d);
+    if (!health_->hold) {
+      if (!NearFlush(d, batch, bytes)) return Status::Ok();
+      const uint64_t pending = PendingBytes(), free = opts_.space->FreeBytes();
+      if (free >= pending + 2 * bytes + kFlushRoom) return Status::Ok();
+      Hold(d, free, pending);
+    }
+    const uint64_t pending = PendingBytes();
+    if (exempt && pending + bytes <= kHeldLimit) return Status::Ok();
+    return Status::Errorf(ENOSPC,
+                          "no space left on device: the database's memtables ({:.1f} MiB) wait for room to be written",
+                          pending / 1048576.0);
+  }
+
+  // True if `batch` may bring a family it writes to its flush size (RocksDB flushes a memtable a
+  // little before it is full: the last arena block, an eighth).
+  bool NearFlush(Db& d, const Batch& batch, uint64_t bytes) {
+    const uint64_t wbs = WriteBufferBytes();
+    rocksdb::ColumnFamilyHandle* seen[kNumCfs] = {};
+    int n = 0;
+    for (const auto& e : batch.entries()) {
+      auto* hd = h(d, e.cf);
+      if (std::find(seen, seen + n, hd) != seen + n) continue;
+      seen[n++] = hd;
+      uint64_t active = 0;
+      if (!d.db->GetIntProperty(hd, rocksdb::DB::Properties::kCurSizeActiveMemTable, &active)) return true;
+      if (active + 2 * bytes + wbs / 8 >= wbs) return true;
+    }
+    return false;
+  }
+
+  void Hold(Db& d, uint64_t free, uint64_t pending) {
+    std::lock_guard l(hold_mu_);
+    if (health_->hold) return;
+    SetWriteBuffers(d, kHeldWriteBuffer);
+    health_->hold = true;
+    spdlog::warn("database: {:.1f} MiB free, {:.1f} MiB in memtables: flushes held until there is room; "
+                 "writes other than deletions fail with ENOSPC",
+                 free / 1048576.0, pending / 1048576.0);
+    WakeRecovery();
+  }
+
+  // Ends the hold if the disk has room for the memtables' flush. True if not held any more.
+  bool TryReleaseHold(Db& d) {
+    std::lock_guard l(hold_mu_);
+    if (!health_->hold) return true;
+    const uint64_t pending = PendingBytes(), free = opts_.space->FreeBytes();
+    if (free < pending + opts_.space->options().floor_bytes / 2 + kFlushRoom) return false;
+    SetWriteBuffers(d, WriteBufferBytes());
+    health_->hold = false;
+    spdlog::info("database: {:.1f} MiB free: flushes go on ({:.1f} MiB in memtables)", free / 1048576.0,
+                 pending / 1048576.0);
+    return true;
+  }
+
+  void ReleaseHoldOrWait() {
+    auto d = Use();
+    if (d && !d->read_only && TryReleaseHold(*d)) return;
+    WakeRecovery();
+  }
+
+  // Sets every family's flush size. It persists an OPTIONS file; on a full disk that fails and
+  // the new size still applies (fail_if_options_file_error is off), so the status is logged only.
+  void SetWriteBuffers(Db& d, uint64_t bytes) {
+    for (auto* hd : d.handles) {
+      auto s = d.db->SetOptions(hd, {{"write_buffer_size", std::to_string(bytes)}});
+      if (!s.ok()) spdlog::warn("database: set the flush size of {}: {}", hd->GetName(), s.ToString());
+    }
+  }
+
+  // The bytes of the WAL files: what an open replays.
+  uint64_t WalBytes() const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    uint64_t n = 0;
+    for (fs::directory_iterator it(path_, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() != ".log") continue;
+      std::error_code sec;
+      uint64_t size = it->file_size(sec);
+      if (!sec) n += size;
+    }
+    return n;
+  }
+
   void WakeRecovery() {
     std::lock_guard l(rec_mu_);
     if (rec_stop_) return;
@@ -637,9 +802,9 @@ class RocksKv : public Kv {
     std::unique_lock l(rec_mu_);
     auto delay = std::chrono::milliseconds(50);
     while (!rec_stop_) {
-      if (!health_->stopped && !paused_) {
+      if (!health_->stopped && !paused_ && !health_->hold) {
         delay = std::chrono::milliseconds(50);
-        rec_cv_.wait(l, [&] { return rec_stop_ || health_->stopped.load() || paused_.load(); });
+        rec_cv_.wait(l, [&] { return rec_stop_ || health_->stopped.load() || paused_.load() || health_->hold.load(); });
         continue;
       }
       rec_cv_.wait_for(l, health_->stopped ? delay : std::chrono::milliseconds(1000), [&] { return rec_stop_; });
@@ -648,7 +813,10 @@ class RocksKv : public Kv {
       if (health_->stopped) {
         Status s = Recover();
         if (!s.ok()) delay = std::min(delay * 2, std::chrono::milliseconds(2000));
-      } else if (paused_) {
+      } else if (health_->hold) {
+        if (auto d = Use(); d && !d->read_only) (void)TryReleaseHold(*d);
+      }
+      if (!health_->stopped && paused_) {
         uint64_t free = opts_.space ? opts_.space->FreeBytes() : UINT64_MAX;
         uint64_t want = paused_free_ + (opts_.space ? opts_.space->options().floor_bytes : 0);
         auto d = Use();
@@ -714,6 +882,7 @@ class RocksKv : public Kv {
   std::mutex reopen_mu_;  // one Recover at a time; lock order: before db_mu_
   std::mutex db_mu_;      // guards db_ (the pointer, not the instance)
   std::shared_ptr<Db> db_;
+  std::mutex hold_mu_;  // Hold and TryReleaseHold; lock order: before the guard's lock and db_mu_
   std::atomic<bool> paused_{false};  // automatic compactions paused (PauseCompactions)
   std::atomic<uint64_t> paused_free_{0};
   std::mutex rec_mu_;  // the recovery thread

@@ -165,7 +165,9 @@ Status SpaceGuard::AdmitOnce(uint64_t bytes, Use use) {
   }
   std::lock_guard l(mu_);
   uint64_t free = RefreshLocked();
-  uint64_t kept = use == Use::kGrow ? last_kept_ : last_kept_ / 2;
+  // Small writes may take half the floor, never the memtables' share: that is what their
+  // flush will write.
+  uint64_t kept = use == Use::kGrow ? last_kept_ : last_kept_ - opts_.floor_bytes / 2;
   if (free >= kept && free - kept >= bytes) {
     budget_.fetch_sub(static_cast<int64_t>(bytes));
     return Status::Ok();

@@ -214,6 +214,8 @@ expect_fail fork nope main
 grep -qi "read-only\|space" "$WORK/stderr" || fail "fork on a full disk: $(cat "$WORK/stderr")"
 expect_fail write-file main nope --content x
 grep -qi "read-only\|space" "$WORK/stderr" || fail "write-file on a full disk: $(cat "$WORK/stderr")"
+# Their failed writable opens leave nothing behind (RocksDB began a WAL and a MANIFEST).
+[ "$(listing)" = "$before_ro" ] || fail "failed writable verbs changed the Store's files: $(diff <(echo "$before_ro") <(listing))"
 
 [ -f "$LAYERFS_STORE/reserve" ] || fail "read-only verbs released the reserve"
 # A mount on the full disk starts (the reserve gives the database room to open), and deleting

@@ -298,6 +298,14 @@ TEST(SpaceGuardTest, AdmitsByUseAgainstTheFloor) {
   g->SetPendingBytes([] { return uint64_t{20} << 20; });
   EXPECT_EQ(g->Admit(8 << 20, SpaceGuard::Use::kGrow).code(), ENOSPC);
   EXPECT_EQ(g->KeptBytes(), uint64_t{36} << 20);
+  // Small writes may take half the floor, never the memtables' share (their flush writes it):
+  // 27 MiB free is below 20 MiB of memtables and 8 MiB, 29 MiB is not.
+  free = 27 << 20;
+  g->SetFreeBytesForTest([&] { return free; });
+  EXPECT_EQ(g->Admit(4096, SpaceGuard::Use::kSmall).code(), ENOSPC);
+  free = 29 << 20;
+  g->SetFreeBytesForTest([&] { return free; });
+  EXPECT_TRUE(g->Admit(4096, SpaceGuard::Use::kSmall).ok());
 }
 
 // The reserve file: taken when there is room, released when asked (the database ran out), taken
@@ -386,6 +394,154 @@ TEST(SpaceGuardTest, RocksKvRefusesGrowthBeforeTheEngineSeesIt) {
   auto v = (*kv)->Get(Cf::kBlobs, "big");
   ASSERT_TRUE(v.ok() && *v);
   EXPECT_EQ((*v)->size(), size_t{1} << 20);
+}
+
+// The flush gate (docs/design.md, "Full disks and damaged media"): RocksDB's own flushes are
+// held while the disk has no room for them. The memtables flush at 1 MiB here; any table append
+// fails (a flush would stop the engine).
+class FlushGateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    guard_ = SpaceGuard::Open("", true, {.floor_bytes = 4 << 20, .reserve_bytes = 0});
+    guard_->SetFreeBytesForTest([this] {
+      bool full = full_ || (full_once_a_flush_failed_ && faults_->appends_failed.load() > 0);
+      return full ? uint64_t{512} << 10 : uint64_t{1} << 30;
+    });
+    Open(faults_);
+  }
+  void Open(std::shared_ptr<FileFaults> faults) {
+    kv_.reset();
+    RocksOptions o;
+    o.create_if_missing = true;
+    o.faults = std::move(faults);
+    o.space = guard_.get();
+    o.write_buffer_bytes = 1 << 20;
+    auto k = OpenRocksKv(dir_.path() + "/db", o);
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    kv_ = std::move(*k);
+  }
+  Status Put(const std::string& k, bool exempt, bool sync) {
+    Batch b;
+    if (exempt) b.set_space_exempt();
+    b.Put(Cf::kWorkspace, k, Value(k));
+    return kv_->Write(b, sync);
+  }
+  static std::string Value(const std::string& k) { return std::string(8000, static_cast<char>('a' + k.size() % 26)) + k; }
+  // Every key in `acked` reads back its value; every key in `refused` is absent.
+  void ExpectExactly(const std::vector<std::string>& acked, const std::vector<std::string>& refused) {
+    for (const auto& k : acked) {
+      auto v = kv_->Get(Cf::kWorkspace, k);
+      ASSERT_TRUE(v.ok() && *v) << k << ": " << (v.ok() ? "absent" : v.status().message());
+      ASSERT_EQ(**v, Value(k)) << k;
+    }
+    for (const auto& k : refused) {
+      auto v = kv_->Get(Cf::kWorkspace, k);
+      ASSERT_TRUE(v.ok()) << v.status().message();
+      EXPECT_FALSE(*v) << k << " was refused but is there";
+    }
+  }
+  testing::TempDir dir_;
+  std::atomic<bool> full_{false};
+  std::atomic<bool> full_once_a_flush_failed_{false};
+  std::unique_ptr<SpaceGuard> guard_;
+  std::shared_ptr<FileFaults> faults_ = std::make_shared<FileFaults>();
+  std::unique_ptr<Kv> kv_;
+};
+
+// The disk fills from outside with half a memtable written. Writes the guard admits stop;
+// deletions (exempt) go on past the memtable's flush size, and no flush is tried (it would fail:
+// a stopped engine, a reopen); once there is room the flush runs and everything is there.
+TEST_F(FlushGateTest, FlushesHeldOnAFullDiskWhileDeletionsGoOn) {
+  std::vector<std::string> acked, refused;
+  for (int i = 0; i < 60; i++) {
+    std::string k = "before" + std::to_string(i);
+    ASSERT_TRUE(Put(k, false, i % 10 == 9).ok()) << k;
+    acked.push_back(k);
+  }
+  full_ = true;
+  (void)guard_->FreeBytes();  // the guard notices at once (else within 200 ms)
+  faults_->Arm(0, FileFaults::kTables);
+  for (int i = 0; i < 300; i++) {
+    std::string k = "exempt" + std::to_string(i);
+    Status s = Put(k, true, i % 3 == 0);
+    ASSERT_TRUE(s.ok()) << k << ": " << s.message();
+    acked.push_back(k);
+    if (i % 50 == 0) {
+      std::string r = "refused" + std::to_string(i);
+      Status rs = Put(r, false, true);
+      EXPECT_EQ(rs.code(), ENOSPC) << rs.message();
+      refused.push_back(r);
+    }
+  }
+  // 2.8 MB went into memtables that flush at 1 MiB: no flush was tried, the engine never stopped.
+  EXPECT_EQ(faults_->appends_failed.load(), 0);
+  EXPECT_EQ(kv_->Flush().code(), ENOSPC);
+  EXPECT_EQ(faults_->appends_failed.load(), 0);
+  ExpectExactly(acked, refused);
+  // Room again: the next admitted write ends the hold, and RocksDB flushes what is over.
+  faults_->Disarm();
+  full_ = false;
+  ASSERT_TRUE(Put("after", false, true).ok());
+  acked.push_back("after");
+  ASSERT_TRUE(kv_->Flush().ok());
+  ExpectExactly(acked, refused);
+  // Nothing is left for a reopen to replay but what the flush left.
+  Open(nullptr);
+  ExpectExactly(acked, refused);
+  auto st = kv_->Stats(Cf::kWorkspace);
+  ASSERT_TRUE(st.ok());
+  EXPECT_GE(st->entries, acked.size());
+}
+
+// A flush that fails anyway (the disk filled while it ran): the engine stops, the Kv reopens
+// with flushes held, so the replayed memtables do not meet the same wall again; no acknowledged
+// write is lost, no refused one appears, the process lives, and writes come back with room.
+TEST_F(FlushGateTest, FlushFailingAnywayLosesNoAcknowledgedWrite) {
+  faults_->Arm(0, FileFaults::kTables);
+  // The disk is full from the moment the first flush failed.
+  full_once_a_flush_failed_ = true;
+  std::vector<std::string> acked, refused;
+  int failed_at = -1;
+  for (int i = 0; i < 400; i++) {
+    std::string k = "k" + std::to_string(i);
+    Status s = Put(k, false, i % 2 == 0);
+    if (s.ok()) {
+      acked.push_back(k);
+    } else {
+      EXPECT_EQ(s.code(), ENOSPC) << k << ": " << s.message();
+      refused.push_back(k);
+      if (failed_at < 0) failed_at = i;
+    }
+  }
+  ASSERT_GE(faults_->appends_failed.load(), 1) << "no flush was tried: the test proves nothing";
+  ASSERT_GE(failed_at, 0);
+  // After the failure, deletions go on, others are refused; reads never stopped.
+  std::string d = "exempt-after";
+  // (The recovery thread may hold the stopped instance for a moment: EBUSY inside, ENOSPC out.)
+  Status ds;
+  for (int i = 0; i < 100; i++) {
+    ds = Put(d, true, true);
+    if (ds.ok()) break;
+    (void)kv_->Recover();
+  }
+  ASSERT_TRUE(ds.ok()) << ds.message();
+  acked.push_back(d);
+  const int failures = faults_->appends_failed.load();
+  for (int i = 0; i < 5; i++) {
+    std::string k = "refused" + std::to_string(i);
+    EXPECT_EQ(Put(k, false, true).code(), ENOSPC);
+    refused.push_back(k);
+  }
+  // The reopen held flushes: no flush was tried again into the full disk.
+  EXPECT_EQ(faults_->appends_failed.load(), failures);
+  ExpectExactly(acked, refused);
+  faults_->Disarm();
+  full_once_a_flush_failed_ = false;
+  ASSERT_TRUE(Put("after", false, true).ok());
+  acked.push_back("after");
+  ASSERT_TRUE(kv_->Flush().ok());
+  Open(nullptr);
+  ExpectExactly(acked, refused);
 }
 
 }  // namespace
