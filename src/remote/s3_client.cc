@@ -187,6 +187,62 @@ std::string HttpCall::ErrorCode() const {
   return codes.ok() && !codes->empty() ? codes->front() : "";
 }
 
+std::string OneLine(std::string_view text, size_t max) {
+  if (text.size() > max) {
+    size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) cut--;
+    text = text.substr(0, cut);
+  }
+  std::string out(text);
+  for (char& c : out) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = ' ';
+  }
+  return out;
+}
+
+Result<ListPage> ParseListObjectsV2(std::string_view xml) {
+  ListPage page;
+  LFS_ASSIGN(page.keys, XmlTexts(xml, "ListBucketResult/Contents/Key"));
+  LFS_ASSIGN(auto truncated, XmlTexts(xml, "ListBucketResult/IsTruncated"));
+  LFS_ASSIGN(auto next, XmlTexts(xml, "ListBucketResult/NextContinuationToken"));
+  page.truncated = !truncated.empty() && truncated[0] == "true";
+  if (!page.truncated) return page;
+  if (next.empty() || next[0].empty())
+    return Status::Error(EIO, "a truncated listing without a continuation token");
+  page.next_token = std::move(next[0]);
+  return page;
+}
+
+void HttpCall::OnHeaderLine(std::string_view h) {
+  if (h.starts_with("HTTP/")) {  // a new response (after 100 Continue or a redirect)
+    etag.clear();
+    has_content_length = false;
+    content_length = 0;
+    return;
+  }
+  size_t colon = h.find(':');
+  if (colon == std::string_view::npos) return;
+  std::string name = Lower(std::string(h.substr(0, colon)));
+  std::string value = Trim(h.substr(colon + 1));
+  if (name == "etag") {
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    bool printable = !value.empty();
+    for (char ch : value) printable = printable && ch > 0x20 && ch < 0x7f && ch != '"';
+    etag = printable ? value : "";
+  } else if (name == "content-length") {
+    uint64_t v = 0;
+    bool ok = !value.empty() && value.size() <= 19;
+    for (char ch : value) {
+      if (ch < '0' || ch > '9') ok = false;
+      else v = v * 10 + static_cast<uint64_t>(ch - '0');
+    }
+    has_content_length = ok;
+    content_length = ok ? v : 0;
+    if (ok && out) out->reserve(out->size() + std::min<uint64_t>(v, kMaxReserve));
+  }
+}
+
 Status HttpCall::Failure(std::string_view where) const {
   if (curl_code != CURLE_OK) {
     switch (curl_code) {
@@ -207,9 +263,10 @@ Status HttpCall::Failure(std::string_view where) const {
     }
   }
   int code = status == 404 ? ENOENT : (status == 401 || status == 403) ? EACCES : EIO;
-  std::string s3code = ErrorCode();
+  // The server's words go into a one-line error a terminal shows: no control bytes, bounded.
+  std::string s3code = OneLine(ErrorCode(), 64);
   auto msgs = XmlTexts(error_body, "Error/Message");
-  std::string msg = msgs.ok() && !msgs->empty() ? msgs->front() : "";
+  std::string msg = msgs.ok() && !msgs->empty() ? OneLine(msgs->front(), 256) : "";
   std::string text = fmt::format("{}: HTTP {}", where, status);
   if (!s3code.empty()) text += " " + s3code;
   if (!msg.empty()) text += ": " + msg;
@@ -247,25 +304,7 @@ size_t OnBody(char* p, size_t, size_t n, void* d) {
 }
 
 size_t OnHeader(char* p, size_t, size_t n, void* d) {
-  auto* c = static_cast<Transfer*>(d)->call;
-  std::string_view h(p, n);
-  if (h.starts_with("HTTP/")) {  // a new response (after 100 Continue or a redirect)
-    c->etag.clear();
-    c->has_content_length = false;
-    return n;
-  }
-  size_t colon = h.find(':');
-  if (colon == std::string_view::npos) return n;
-  std::string name = Lower(std::string(h.substr(0, colon)));
-  std::string value = Trim(h.substr(colon + 1));
-  if (name == "etag") {
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    c->etag = value;
-  } else if (name == "content-length") {
-    c->content_length = strtoull(value.c_str(), nullptr, 10);
-    c->has_content_length = true;
-    if (c->out && c->content_length <= (1ull << 31)) c->out->reserve(c->out->size() + c->content_length);
-  }
+  static_cast<Transfer*>(d)->call->OnHeaderLine(std::string_view(p, n));
   return n;
 }
 

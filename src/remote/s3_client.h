@@ -60,7 +60,26 @@ struct HttpCall {
   Status Failure(std::string_view where) const;
   // The <Code> of an S3 error body ("NoSuchBucket"), or "".
   std::string ErrorCode() const;
+  // Reads one response header line as libcurl hands it over (with its CRLF) into the response
+  // part: ETag (without quotes; dropped unless it is printable ASCII, since it goes back to the
+  // server in If-Match), Content-Length (decimal digits that fit 64 bits, else absent); a status
+  // line starts a new response (after 100 Continue or a redirect). A server's figure never
+  // makes it reserve more than kMaxReserve.
+  void OnHeaderLine(std::string_view line);
+  static constexpr uint64_t kMaxReserve = 64 << 20;
 };
+
+// One page of a ListObjectsV2 answer. `truncated` pages always carry a non-empty `next_token`
+// (else EIO: a listing that could not go on).
+struct ListPage {
+  std::vector<std::string> keys;
+  bool truncated = false;
+  std::string next_token;
+};
+Result<ListPage> ParseListObjectsV2(std::string_view xml);
+// `text` from a server made fit for a one-line message: control bytes become spaces, at most
+// `max` bytes (cut at a UTF-8 character boundary).
+std::string OneLine(std::string_view text, size_t max);
 
 class S3Client {
  public:

@@ -16,6 +16,7 @@
 //   multi); a range that starts at or past the end (416) reads as empty.
 // - List: ListObjectsV2 pages (1000 keys each) with continuation tokens; keys come back sorted.
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "remote/backends.h"
@@ -111,7 +112,8 @@ class S3Transport : public Transport {
     std::string full = ObjectKey(prefix);
     std::vector<std::string> keys;
     std::string token;
-    for (int page = 0;; page++) {
+    std::set<std::string> seen;
+    for (;;) {
       std::string body;
       HttpCall c = Call("GET", "");
       c.path.clear();
@@ -122,19 +124,19 @@ class S3Transport : public Transport {
       client_.Perform(&c);
       if (c.curl_code == 0 && c.status == 404 && c.ErrorCode() == "NoSuchBucket") return keys;
       if (c.curl_code != 0 || c.status != 200) return c.Failure(Where("list", prefix));
-      LFS_ASSIGN(auto names, XmlTexts(body, "ListBucketResult/Contents/Key"));
-      LFS_ASSIGN(auto truncated, XmlTexts(body, "ListBucketResult/IsTruncated"));
-      LFS_ASSIGN(auto next, XmlTexts(body, "ListBucketResult/NextContinuationToken"));
+      auto page = ParseListObjectsV2(body);
+      if (!page.ok()) return Status::Errorf(EIO, "{}: {}", Where("list", prefix), page.status().message());
       size_t strip = url_.prefix.empty() ? 0 : url_.prefix.size() + 1;
-      for (auto& n : names) {
+      for (auto& n : page->keys) {
         if (n.size() <= strip || !n.starts_with(full)) continue;
         std::string k = n.substr(strip);
         if (CheckKey(k).ok()) keys.push_back(std::move(k));
       }
-      if (truncated.empty() || truncated[0] != "true") break;
-      if (next.empty() || next[0].empty() || next[0] == token)
-        return Status::Errorf(EIO, "{}: truncated listing without a continuation token", Where("list", prefix));
-      token = next[0];
+      if (!page->truncated) break;
+      // A server that hands out a token it gave before would have the listing go round forever.
+      if (!seen.insert(page->next_token).second)
+        return Status::Errorf(EIO, "{}: the listing's continuation tokens go round in a circle", Where("list", prefix));
+      token = std::move(page->next_token);
     }
     std::sort(keys.begin(), keys.end());  // S3 sorts by UTF-8 bytes already; cheap insurance
     return keys;

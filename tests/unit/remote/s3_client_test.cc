@@ -295,5 +295,83 @@ TEST(S3RequestTest, ServerErrorsAreRetriedThenReported) {
   EXPECT_NE(bad.status().message().find("HTTP 503 SlowDown: Please reduce"), std::string::npos) << bad.status().message();
 }
 
+// What the s3_response fuzz target checks, each case pinned: a server's headers and error
+// bodies never make the client reserve gigabytes, carry a header break back in If-Match, or put
+// control bytes (a newline, a terminal escape) into the one-line error a user reads.
+TEST(S3HostileAnswers, HeadersAreReadStrictly) {
+  std::string out;
+  HttpCall c;
+  c.out = &out;
+  c.OnHeaderLine("HTTP/1.1 200 OK\r\n");
+  c.OnHeaderLine("Content-Length: 2000000000\r\n");  // 2 GB reserved before the fix
+  EXPECT_TRUE(c.has_content_length);
+  EXPECT_EQ(c.content_length, 2000000000u);
+  EXPECT_LE(out.capacity(), HttpCall::kMaxReserve + 64);
+  for (const char* bad : {"Content-Length: -1\r\n", "Content-Length: 12abc\r\n", "Content-Length: \r\n",
+                          "Content-Length: 99999999999999999999\r\n"}) {
+    c.OnHeaderLine(bad);
+    EXPECT_FALSE(c.has_content_length) << bad;  // strtoull took "-1" as 2^64-1, "12abc" as 12
+    EXPECT_EQ(c.content_length, 0u) << bad;
+  }
+  c.OnHeaderLine("ETag: \"0123abcd\"\r\n");
+  EXPECT_EQ(c.etag, "0123abcd");
+  c.OnHeaderLine("ETag: \"ab\rIf-None-Match: *\"\r\n");  // a header break, sent back in If-Match
+  EXPECT_EQ(c.etag, "");
+  c.OnHeaderLine("ETag: \"a\x1b[2Jb\"\r\n");
+  EXPECT_EQ(c.etag, "");
+  c.OnHeaderLine("ETag: \"x\"\r\n");
+  c.OnHeaderLine("Content-Length: 5\r\n");
+  c.OnHeaderLine("HTTP/1.1 200 OK\r\n");  // a new response forgets the last one's
+  EXPECT_EQ(c.etag, "");
+  EXPECT_FALSE(c.has_content_length);
+}
+
+TEST(S3HostileAnswers, ErrorsStayOneBoundedLine) {
+  HttpCall c;
+  c.status = 403;
+  // (XML keeps escapes out, &#27; included; newlines, tabs and &#13; it lets through.)
+  c.error_body = "<Error><Code>Access\nDenied</Code><Message>line one\nlayerfs: all good&#13;\t" +
+                 std::string(5000, 'm') + "</Message></Error>";
+  Status st = c.Failure("remote s3://b: get 'k'");
+  EXPECT_EQ(st.code(), EACCES);
+  for (char ch : st.message()) EXPECT_FALSE(static_cast<unsigned char>(ch) < 0x20) << st.message();
+  EXPECT_LE(st.message().size(), 512u);
+  EXPECT_NE(st.message().find("HTTP 403 Access Denied: line one layerfs: all good  mmm"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(OneLine("\xc3\xa9t\xc3\xa9", 4), "\xc3\xa9t");  // cut at a character boundary
+}
+
+TEST(S3HostileAnswers, ListingPagesAreChecked) {
+  auto p = ParseListObjectsV2("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>");
+  EXPECT_EQ(p.status().code(), EIO);
+  p = ParseListObjectsV2("<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t"
+                         "</NextContinuationToken><Contents><Key>a</Key></Contents></ListBucketResult>");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_TRUE(p->truncated);
+  EXPECT_EQ(p->next_token, "t");
+  EXPECT_EQ(p->keys, std::vector<std::string>{"a"});
+  EXPECT_EQ(ParseListObjectsV2("<ListBucketResult><Contents><Key>a</Key>").status().code(), EIO);
+}
+
+// A server whose continuation tokens go round (A, B, A, ...) had the listing loop forever.
+TEST(S3HostileAnswers, ListingTokensGoingRoundAreAnError) {
+  CleanAwsEnv env;
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "A"), s("AWS_SECRET_ACCESS_KEY", "B");
+  std::atomic<int> pages{0};
+  ScriptedServer server([&](const std::string& req) {
+    pages++;
+    std::string next = req.find("continuation-token=A") != std::string::npos ? "B" : "A";
+    return Answer(200, "<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>" + next +
+                           "</NextContinuationToken><Contents><Key>x/1</Key></Contents></ListBucketResult>");
+  });
+  auto t = OpenTransport(fmt::format("s3://bkt?endpoint={}", server.endpoint()));
+  ASSERT_TRUE(t.ok());
+  auto l = (*t)->List("x/");
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), EIO);
+  EXPECT_NE(l.status().message().find("go round in a circle"), std::string::npos) << l.status().message();
+  EXPECT_EQ(pages.load(), 3);
+}
+
 }  // namespace
 }  // namespace layerfs::remote
