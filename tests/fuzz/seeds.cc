@@ -479,6 +479,32 @@ void ProtocolSeeds() {
   Emit("protocol", "{\"id\":1,\"ok\":false,\"error\":{\"code\":5,\"errno\":\"x\",\"message\":[]}}\n");
 }
 
+// S3 answers (s3_response): a status byte (index into the target's table: 0 = 200,
+// 5 = 404, 9 = 503), header lines, an empty line, the body.
+void S3Seeds() {
+  Emit("s3_response", std::string(1, '\0') +
+                          "HTTP/1.1 200 OK\nContent-Length: 310\nETag: \"0123abcd\"\n\n"
+                          "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult "
+                          "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>bkt</Name><Prefix>pre/x/</Prefix>"
+                          "<KeyCount>2</KeyCount><IsTruncated>true</IsTruncated><NextContinuationToken>a+b/c==</NextContinuationToken>"
+                          "<Contents><Key>pre/x/1</Key><Size>7</Size><ETag>&quot;e1&quot;</ETag></Contents>"
+                          "<Contents><Key>pre/x/2</Key></Contents></ListBucketResult>");
+  Emit("s3_response", std::string(1, '\0') +
+                          "HTTP/1.1 100 Continue\nHTTP/1.1 200 OK\nETag: W/\"weak\"\nContent-Length: 0\n\n"
+                          "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>k</Key></Contents></ListBucketResult>");
+  Emit("s3_response", std::string(1, '\x05') +
+                          "HTTP/1.1 404 Not Found\nContent-Type: application/xml\n\n"
+                          "<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not "
+                          "exist</Message><BucketName>bkt</BucketName><RequestId>tx0001</RequestId></Error>");
+  Emit("s3_response", std::string(1, '\x09') +
+                          "HTTP/1.1 503 Slow Down\nRetry-After: 1\n\n"
+                          "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>");
+  Emit("s3_response", std::string(1, '\x07') +
+                          "HTTP/1.1 412 Precondition Failed\nContent-Length: 18446744073709551615\n\n"
+                          "<Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you "
+                          "specified did not hold</Message></Error>");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -492,6 +518,7 @@ int main(int argc, char** argv) {
   WorkspaceSeeds();
   ProtocolSeeds();
   RemoteSeeds();
+  S3Seeds();
   for (const auto& [t, n] : g_count) std::printf("%s: %d seeds\n", t.c_str(), n);
   return 0;
 }
