@@ -244,6 +244,7 @@ void HttpCall::OnHeaderLine(std::string_view h) {
 }
 
 Status HttpCall::Failure(std::string_view where) const {
+  if (body_cut) return Status::Errorf(EIO, "{}: the server sent more than the {} bytes asked for", where, max_body);
   if (curl_code != CURLE_OK) {
     switch (curl_code) {
       case CURLE_OPERATION_TIMEDOUT:
@@ -296,7 +297,13 @@ size_t OnBody(char* p, size_t, size_t n, void* d) {
   long status = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 200 && status < 300 && t->call->out) {
-    t->call->out->append(p, n);
+    HttpCall* c = t->call;
+    if (c->out->size() + n > c->max_body) {  // more than asked for: keep what was, stop here
+      c->out->append(p, c->max_body - std::min<uint64_t>(c->max_body, c->out->size()));
+      c->body_cut = true;
+      return 0;  // curl ends the transfer with CURLE_WRITE_ERROR
+    }
+    c->out->append(p, n);
   } else if (t->call->error_body.size() < (64 << 10)) {
     t->call->error_body.append(p, n);
   }
@@ -316,6 +323,7 @@ void ClearResponse(HttpCall* c) {
   c->content_length = 0;
   c->has_content_length = false;
   c->error_body.clear();
+  c->body_cut = false;
   if (c->out) c->out->clear();
 }
 
@@ -425,7 +433,7 @@ void S3Client::Run(Session* s, const std::vector<HttpCall*>& calls, int parallel
       t->call->curl_code = m->data.result;
       if (m->data.result != CURLE_OK) t->call->curl_error = t->error[0] ? t->error : curl_easy_strerror(m->data.result);
       curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &t->call->status);
-      if (m->data.result != CURLE_OK) t->call->status = 0;
+      if (m->data.result != CURLE_OK && !t->call->body_cut) t->call->status = 0;
     }
     if (running > 0) curl_multi_poll(s->multi, nullptr, 0, 1000, nullptr);
   }

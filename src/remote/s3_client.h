@@ -46,6 +46,7 @@ struct HttpCall {
   std::vector<std::string> headers;  // "Name: value"
   std::string_view body;             // PUT payload
   std::string* out = nullptr;        // response body goes here when set (else into `error_body`)
+  uint64_t max_body = kMaxBody;      // a 2xx body longer than this is cut and the call fails
   // response
   long status = 0;        // HTTP status; 0 when the exchange itself failed
   int curl_code = 0;      // CURLcode
@@ -54,6 +55,7 @@ struct HttpCall {
   uint64_t content_length = 0;
   bool has_content_length = false;
   std::string error_body;
+  bool body_cut = false;  // the body ran past max_body: `out` holds its first max_body bytes
 
   // Maps a failed exchange (curl error, or an HTTP status outside 2xx) to an errno Status
   // ("HTTP 403 AccessDenied: Access Denied", "connection refused", ...); `where` prefixes it.
@@ -67,6 +69,9 @@ struct HttpCall {
   // makes it reserve more than kMaxReserve.
   void OnHeaderLine(std::string_view line);
   static constexpr uint64_t kMaxReserve = 64 << 20;
+  // Bodies sent without a Content-Length (chunked) are bounded only by what the caller asked
+  // for: a range's end, or this for a whole object (indexes and config; packs are read by range).
+  static constexpr uint64_t kMaxBody = 1ull << 30;
 };
 
 // One page of a ListObjectsV2 answer. `truncated` pages always carry a non-empty `next_token`

@@ -13,7 +13,9 @@
 //   A -> B -> A has A's token again: CAS compares values, as `git push` does with old ids.
 //   409 ConditionalRequestConflict (AWS, another conditional write in flight) is retried.
 // - Get/ReadRanges: GET, with Range for ranges; ReadRanges runs up to 16 in parallel (curl
-//   multi); a range that starts at or past the end (416) reads as empty.
+//   multi); a range that starts at or past the end (416) reads as empty. Bodies are bounded
+//   whether or not the server sends a Content-Length: a range by its end, a whole object by
+//   HttpCall::kMaxBody, a listing page or a ref by 16 MiB; past that the call is EIO.
 // - List: ListObjectsV2 pages (1000 keys each) with continuation tokens; keys come back sorted.
 #include <chrono>
 #include <set>
@@ -26,6 +28,7 @@ namespace layerfs::remote {
 namespace {
 
 constexpr int kParallelReads = 16;
+constexpr uint64_t kMaxSmallBody = 16u << 20;  // a listing page or a ref
 
 class S3Transport : public Transport {
  public:
@@ -83,6 +86,8 @@ class S3Transport : public Transport {
         uint64_t last = r.offset + r.length - 1 < r.offset ? UINT64_MAX : r.offset + r.length - 1;
         calls.back().headers.push_back(fmt::format("Range: bytes={}-{}", r.offset, last));
         calls.back().out = &r.data;
+        // 206 sends at most the range; a server that ignores Range sends the object from 0.
+        calls.back().max_body = r.offset + r.length < r.offset ? HttpCall::kMaxBody : r.offset + r.length;
       }
       index.push_back(i);
     }
@@ -93,7 +98,8 @@ class S3Transport : public Transport {
       RangeRead& r = (*reads)[index[j]];
       if (c.curl_code == 0 && c.status == 416) {  // starts at or past the end
         r.data.clear();
-      } else if (c.curl_code == 0 && c.status == 200 && c.method == "GET") {  // range ignored
+      } else if ((c.curl_code == 0 || c.body_cut) && c.status == 200 && c.method == "GET") {  // range ignored
+        // (cut once the asked-for end arrived: the rest of the object is not read)
         r.data = r.offset >= r.data.size() ? std::string() : r.data.substr(r.offset, r.length);
       } else if (c.curl_code != 0 || c.status / 100 != 2) {
         r.data.clear();
@@ -121,6 +127,7 @@ class S3Transport : public Transport {
       c.query = (token.empty() ? "" : "continuation-token=" + UriEncode(token, false) + "&") +
                 "list-type=2&prefix=" + UriEncode(full, false);
       c.out = &body;
+      c.max_body = kMaxSmallBody;  // a page names at most 1,000 keys
       client_.Perform(&c);
       if (c.curl_code == 0 && c.status == 404 && c.ErrorCode() == "NoSuchBucket") return keys;
       if (c.curl_code != 0 || c.status != 200) return c.Failure(Where("list", prefix));
@@ -154,6 +161,7 @@ class S3Transport : public Transport {
     std::string out;
     HttpCall c = Call("GET", key);
     c.out = &out;
+    c.max_body = kMaxSmallBody;
     client_.Perform(&c);
     if (c.curl_code == 0 && c.status == 404) return std::optional<RefValue>();
     if (c.curl_code != 0 || c.status != 200) return c.Failure(Where("get ref", key));

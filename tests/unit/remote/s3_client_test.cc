@@ -373,5 +373,55 @@ TEST(S3HostileAnswers, ListingTokensGoingRoundAreAnError) {
   EXPECT_EQ(pages.load(), 3);
 }
 
+// Bodies sent chunked carry no Content-Length to check: before the bound, a server answering a
+// 10-byte range with an endless chunked body filled memory until it stopped.
+std::string Chunked(int status, const std::string& body, size_t chunk, const std::string& extra = "") {
+  std::string a = fmt::format("HTTP/1.1 {} X\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n{}\r\n", status, extra);
+  for (size_t i = 0; i < body.size(); i += chunk) {
+    std::string part = body.substr(i, chunk);
+    a += fmt::format("{:x}\r\n{}\r\n", part.size(), part);
+  }
+  return a + "0\r\n\r\n";
+}
+
+TEST(S3HostileAnswers, ChunkedBodiesAreBoundedByWhatWasAsked) {
+  CleanAwsEnv env;
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "A"), s("AWS_SECRET_ACCESS_KEY", "B");
+  std::string object;
+  for (int i = 0; i < 200000; i++) object += static_cast<char>('a' + i % 26);  // 200 KB
+  std::atomic<bool> ignore_range{false};
+  ScriptedServer server([&](const std::string& req) {
+    if (req.find("list-type=2") != std::string::npos)
+      return Chunked(200, "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>x/1</Key></Contents>"
+                          "</ListBucketResult>", 7);
+    if (ignore_range) return Chunked(200, object, 4096);  // the whole object, from 0
+    return Chunked(206, object, 4096);                     // far more than the range
+  });
+  auto t = OpenTransport(fmt::format("s3://bkt?endpoint={}", server.endpoint()));
+  ASSERT_TRUE(t.ok());
+  std::vector<RangeRead> reads(1);
+  reads[0].key = "packs/p";
+  reads[0].offset = 100;
+  reads[0].length = 10;
+  Status st = (*t)->ReadRanges(&reads);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), EIO);
+  EXPECT_NE(st.message().find("more than the 110 bytes asked for"), std::string::npos) << st.message();
+  EXPECT_TRUE(reads[0].data.empty());
+
+  ignore_range = true;  // a server without Range support: the asked-for bytes, the rest unread
+  reads[0].offset = 30000;
+  reads[0].length = 5000;
+  ASSERT_TRUE((*t)->ReadRanges(&reads).ok());
+  EXPECT_EQ(reads[0].data, object.substr(30000, 5000));
+
+  auto l = (*t)->List("x/");  // chunked bodies within their bound still arrive whole
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(*l, std::vector<std::string>{"x/1"});
+  auto g = (*t)->Get("k");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(*g, object);
+}
+
 }  // namespace
 }  // namespace layerfs::remote
