@@ -46,6 +46,32 @@ class WalReplay : public ::testing::Test {
     return r.ok() ? *r : "<" + r.status().message() + ">";
   }
 
+  // A Store and its "main" Workspace, opened (ASSERTs in the caller's test).
+  struct Opened {
+    std::unique_ptr<Store> store;
+    std::unique_ptr<Workspace> ws;
+  };
+  static void Open(const std::string& path, Opened* o) {
+    auto st = Store::Open(path);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    o->store = std::move(*st);
+    auto ws = Workspace::Open(*o->store, {.branch = "main"});
+    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+    o->ws = std::move(*ws);
+  }
+  // Creates `name` in the root holding `data`, fsync'ed if `sync`; its inode in *ino.
+  static void Create(Workspace& ws, const std::string& name, const std::string& data, bool sync, Ino* ino = nullptr) {
+    auto a = ws.Mknod(kRootIno, name, S_IFREG | 0644, 0, {});
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    if (ino) *ino = a->ino;
+    if (!data.empty()) {
+      ASSERT_TRUE(ws.Write(a->ino, 0, data).ok());
+    }
+    if (sync) {
+      ASSERT_TRUE(ws.Fsync(a->ino, false).ok());
+    }
+  }
+
   layerfs::testing::TempDir tmp_;
   std::string path_, copy_;
 };
@@ -53,64 +79,51 @@ class WalReplay : public ::testing::Test {
 TEST_F(WalReplay, ChecksummedRecordsWhoseBlocksAreOnDiskAreReplayed) {
   const std::string data = RandomBytes(2 * kBlockSize, 7);
   {
-    auto st = Store::Open(path_);
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
-    auto ws = Workspace::Open(**st, {.branch = "main"});
-    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
-    auto a = (*ws)->Mknod(kRootIno, "a", S_IFREG | 0644, 0, {});
-    ASSERT_TRUE(a.ok());
-    ASSERT_TRUE((*ws)->Write(a->ino, 0, data).ok());
-    ASSERT_TRUE((*ws)->Fsync(a->ino, false).ok());
+    Opened o;
+    ASSERT_NO_FATAL_FAILURE(Open(path_, &o));
+    ASSERT_NO_FATAL_FAILURE(Create(*o.ws, "a", data, /*sync=*/true));
     ASSERT_GE(Size(Segment(path_)), data.size()) << "the blocks went to the data log";
     CrashCopy();
   }
   // The record's length word has bit 31 set: read unmasked, it would point 2 GiB past the
   // segment's end and the replay would stop before this fsync'ed write.
-  auto st = Store::Open(copy_);
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
-  auto ws = Workspace::Open(**st, {.branch = "main"});
-  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
-  EXPECT_TRUE(ReadAll(**ws, "a") == data) << ReadAll(**ws, "a").substr(0, 100);
+  Opened o;
+  ASSERT_NO_FATAL_FAILURE(Open(copy_, &o));
+  EXPECT_TRUE(ReadAll(*o.ws, "a") == data) << ReadAll(*o.ws, "a").substr(0, 100);
 }
 
 TEST_F(WalReplay, ReplayStopsAtTheFirstRecordPastTheSegmentsEnd) {
   const std::string first = RandomBytes(kBlockSize, 1), second = RandomBytes(kBlockSize, 2);
   uint64_t durable = 0;
   {
-    auto st = Store::Open(path_);
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
-    auto ws = Workspace::Open(**st, {.branch = "main"});
-    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
-    auto a = (*ws)->Mknod(kRootIno, "a", S_IFREG | 0644, 0, {});
-    auto b = (*ws)->Mknod(kRootIno, "b", S_IFREG | 0644, 0, {});
-    ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_TRUE((*ws)->Write(a->ino, 0, first).ok());
-    ASSERT_TRUE((*ws)->Fsync(a->ino, false).ok());
+    Opened o;
+    ASSERT_NO_FATAL_FAILURE(Open(path_, &o));
+    Ino a = 0, b = 0;
+    ASSERT_NO_FATAL_FAILURE(Create(*o.ws, "b", "", /*sync=*/false, &b));
+    ASSERT_NO_FATAL_FAILURE(Create(*o.ws, "a", first, /*sync=*/true, &a));  // b's create synced too
     durable = Size(Segment(path_));
     ASSERT_GE(durable, first.size());
     // Unsynced: a block, then a small write and a create after it in the WAL.
-    ASSERT_TRUE((*ws)->Write(b->ino, 0, second).ok());
+    ASSERT_TRUE(o.ws->Write(b, 0, second).ok());
     ASSERT_GT(Size(Segment(path_)), durable);
-    ASSERT_TRUE((*ws)->Write(a->ino, 0, "later").ok());
-    ASSERT_TRUE((*ws)->Mknod(kRootIno, "c", S_IFREG | 0644, 0, {}).ok());
+    ASSERT_TRUE(o.ws->Write(a, 0, "later").ok());
+    ASSERT_TRUE(o.ws->Mknod(kRootIno, "c", S_IFREG | 0644, 0, {}).ok());
     CrashCopy();
   }
   // Writeback saved the WAL's tail but not the data log's.
   ASSERT_EQ(::truncate(Segment(copy_).c_str(), static_cast<off_t>(durable)), 0);
-  auto st = Store::Open(copy_);
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
-  auto ws = Workspace::Open(**st, {.branch = "main"});
-  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
+  Opened o;
+  ASSERT_NO_FATAL_FAILURE(Open(copy_, &o));
   // As of the last operation whose blocks are on disk: b empty (not EIO, not zeros), and
   // nothing after the lost block.
-  EXPECT_TRUE(ReadAll(**ws, "a") == first) << ReadAll(**ws, "a").substr(0, 100);
-  EXPECT_EQ(ReadAll(**ws, "b"), "");
-  EXPECT_EQ((*ws)->Lookup(kRootIno, "c").status().code(), ENOENT);
+  EXPECT_TRUE(ReadAll(*o.ws, "a") == first) << ReadAll(*o.ws, "a").substr(0, 100);
+  EXPECT_EQ(ReadAll(*o.ws, "b"), "");
+  EXPECT_EQ(o.ws->Lookup(kRootIno, "c").status().code(), ENOENT);
   // And it goes on from there.
-  auto b = (*ws)->Lookup(kRootIno, "b");
+  auto b = o.ws->Lookup(kRootIno, "b");
   ASSERT_TRUE(b.ok());
-  ASSERT_TRUE((*ws)->Write(b->ino, 0, second).ok());
-  EXPECT_TRUE(ReadAll(**ws, "b") == second);
+  ASSERT_TRUE(o.ws->Write(b->ino, 0, second).ok());
+  EXPECT_TRUE(ReadAll(*o.ws, "b") == second);
 }
 
 // A stopped replay is final: the open that stopped flushes, so the next open does not stop at
@@ -119,37 +132,26 @@ TEST_F(WalReplay, WritesAfterAStoppedReplaySurviveTheNextCrash) {
   const std::string first = RandomBytes(kBlockSize, 3), second = RandomBytes(kBlockSize, 4);
   uint64_t durable = 0;
   {
-    auto st = Store::Open(path_);
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
-    auto ws = Workspace::Open(**st, {.branch = "main"});
-    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
-    auto a = (*ws)->Mknod(kRootIno, "a", S_IFREG | 0644, 0, {});
-    ASSERT_TRUE(a.ok());
-    ASSERT_TRUE((*ws)->Write(a->ino, 0, first).ok());
-    ASSERT_TRUE((*ws)->Fsync(a->ino, false).ok());
+    Opened o;
+    ASSERT_NO_FATAL_FAILURE(Open(path_, &o));
+    Ino a = 0;
+    ASSERT_NO_FATAL_FAILURE(Create(*o.ws, "a", first, /*sync=*/true, &a));
     durable = Size(Segment(path_));
-    ASSERT_TRUE((*ws)->Write(a->ino, kBlockSize, second).ok());  // unsynced, lost below
+    ASSERT_TRUE(o.ws->Write(a, kBlockSize, second).ok());  // unsynced, lost below
     CrashCopy();
   }
   ASSERT_EQ(::truncate(Segment(copy_).c_str(), static_cast<off_t>(durable)), 0);
   const std::string later = tmp_.path() + "/later";
   {
-    auto st = Store::Open(copy_);
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
-    auto ws = Workspace::Open(**st, {.branch = "main"});
-    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
-    auto n = (*ws)->Mknod(kRootIno, "n", S_IFREG | 0644, 0, {});
-    ASSERT_TRUE(n.ok());
-    ASSERT_TRUE((*ws)->Write(n->ino, 0, "written after the stopped replay").ok());
-    ASSERT_TRUE((*ws)->Fsync(n->ino, false).ok());
+    Opened o;
+    ASSERT_NO_FATAL_FAILURE(Open(copy_, &o));
+    ASSERT_NO_FATAL_FAILURE(Create(*o.ws, "n", "written after the stopped replay", /*sync=*/true));
     fs::copy(copy_, later, fs::copy_options::recursive);  // a second crash
   }
-  auto st = Store::Open(later);
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
-  auto ws = Workspace::Open(**st, {.branch = "main"});
-  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
-  EXPECT_TRUE(ReadAll(**ws, "a") == first) << ReadAll(**ws, "a").substr(0, 100);
-  EXPECT_EQ(ReadAll(**ws, "n"), "written after the stopped replay");
+  Opened o;
+  ASSERT_NO_FATAL_FAILURE(Open(later, &o));
+  EXPECT_TRUE(ReadAll(*o.ws, "a") == first) << ReadAll(*o.ws, "a").substr(0, 100);
+  EXPECT_EQ(ReadAll(*o.ws, "n"), "written after the stopped replay");
 }
 
 // Segment numbers are not reused after their segments were collected: the database's logs may
@@ -160,42 +162,30 @@ TEST_F(WalReplay, ACollectedSegmentsNumberIsNotReused) {
   const std::string data = RandomBytes(2 * kBlockSize, 5);
   ObjectId commit;
   {
-    auto st = Store::Open(path_);
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
-    auto ws = Workspace::Open(**st, {.branch = "main"});
-    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
-    auto a = (*ws)->Mknod(kRootIno, "a", S_IFREG | 0644, 0, {});
-    ASSERT_TRUE(a.ok());
-    ASSERT_TRUE((*ws)->Write(a->ino, 0, data).ok());
-    ASSERT_TRUE((*ws)->Fsync(a->ino, false).ok());
-    auto c = (*ws)->Commit("a");
+    Opened o;
+    ASSERT_NO_FATAL_FAILURE(Open(path_, &o));
+    ASSERT_NO_FATAL_FAILURE(Create(*o.ws, "a", data, /*sync=*/true));
+    auto c = o.ws->Commit("a");
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     commit = *c;
-    ASSERT_TRUE(CollectDataLog(**st).ok());
+    ASSERT_TRUE(CollectDataLog(*o.store).ok());
     ASSERT_EQ(Segment(path_), "") << "the commit's blocks left the data log";
     CrashCopy();
   }
   const std::string later = tmp_.path() + "/later";
   {
-    auto st = Store::Open(copy_);
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
-    auto ws = Workspace::Open(**st, {.branch = "main"});
-    ASSERT_TRUE(ws.ok()) << ws.status().ToString();
-    auto b = (*ws)->Mknod(kRootIno, "b", S_IFREG | 0644, 0, {});
-    ASSERT_TRUE(b.ok());
-    ASSERT_TRUE((*ws)->Write(b->ino, 0, RandomBytes(kBlockSize, 6)).ok());
-    ASSERT_TRUE((*ws)->Fsync(b->ino, false).ok());
+    Opened o;
+    ASSERT_NO_FATAL_FAILURE(Open(copy_, &o));
+    ASSERT_NO_FATAL_FAILURE(Create(*o.ws, "b", RandomBytes(kBlockSize, 6), /*sync=*/true));
     ASSERT_NE(Segment(copy_), "");
     ASSERT_LT(Size(Segment(copy_)), data.size());
     fs::copy(copy_, later, fs::copy_options::recursive);
   }
-  auto st = Store::Open(later);
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
-  auto ws = Workspace::Open(**st, {.branch = "main"});
-  ASSERT_TRUE(ws.ok()) << ws.status().ToString();
-  EXPECT_TRUE(ReadAll(**ws, "a") == data) << ReadAll(**ws, "a").substr(0, 100);
-  EXPECT_TRUE(ReadAll(**ws, "b") == RandomBytes(kBlockSize, 6));
-  auto head = (*st)->Resolve("main");
+  Opened o;
+  ASSERT_NO_FATAL_FAILURE(Open(later, &o));
+  EXPECT_TRUE(ReadAll(*o.ws, "a") == data) << ReadAll(*o.ws, "a").substr(0, 100);
+  EXPECT_TRUE(ReadAll(*o.ws, "b") == RandomBytes(kBlockSize, 6));
+  auto head = o.store->Resolve("main");
   ASSERT_TRUE(head.ok()) << head.status().ToString();
   EXPECT_EQ(*head, commit);
 }
