@@ -31,6 +31,7 @@
 #include "daemon/control_server.h"
 #include "daemon/mount_service.h"
 #include "remote/lazy.h"
+#include "workspace/collector.h"
 #include "kv/kv.h"
 
 namespace {
@@ -87,6 +88,7 @@ void InstallFatalHandlers(const std::string& log_path) {
 
 struct Daemon {
   std::unique_ptr<Store> store;
+  std::unique_ptr<workspace::DataLogCollector> collector;
   std::unique_ptr<workspace::WorkspaceRegistry> reg;
   std::unique_ptr<daemon::MountTable> mounts;
   std::unique_ptr<daemon::ControlServer> server;
@@ -229,6 +231,8 @@ int Main(int argc, char** argv) {
   // encodes inside each commit instead (A/B runs).
   if (const char* bg = getenv("LAYERFS_BACKGROUND_ENCODING"); !bg || std::string_view(bg) != "0")
     d.store->StartBackgroundEncoding();
+  // Data-log segments freed by commits go on the collector's thread, after the commit returns.
+  d.collector = std::make_unique<workspace::DataLogCollector>(*d.store);
   d.reg = std::make_unique<workspace::WorkspaceRegistry>(*d.store);
   d.mounts = std::make_unique<daemon::MountTable>(*d.store, *d.reg);
   d.server = std::make_unique<daemon::ControlServer>(*d.store, *d.reg, *d.mounts);
@@ -302,6 +306,7 @@ int Main(int argc, char** argv) {
   d.mounts->UnmountAll();
   d.mounts.reset();
   d.reg.reset();
+  d.collector.reset();  // runs the last collection the commits asked for
   // Committed blocks were deleted from the workspace family; drop them from disk too. On a full
   // disk this is skipped (ENOSPC before RocksDB is asked): the deletions stay in the tables
   // until the next exit with room.

@@ -296,6 +296,18 @@ void DataLog::NumberAbove(uint32_t seg) {
   next_ = std::max(next_, seg + 1);
 }
 
+void DataLog::SetCollectorWake(std::function<void()> wake) {
+  std::lock_guard l(wake_mu_);
+  wake_ = std::move(wake);
+}
+
+bool DataLog::WakeCollector() {
+  std::lock_guard l(wake_mu_);
+  if (!wake_) return false;
+  wake_();
+  return true;
+}
+
 bool DataLog::empty() {
   std::lock_guard l(mu_);
   return segments_.empty();
@@ -308,7 +320,15 @@ Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>&
   // another is held (a reader pins, then waits for a writer that also pins).
   for (int i = 0; !excl.try_lock() && wait && i < 50; i++) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   if (!excl.owns_lock()) return false;
-  LFS_ASSIGN(std::set<uint32_t> live, live_segments());
+  // Cleared before the records are read: a request made while they are (a commit deleting
+  // blocks meanwhile) stays for the next run instead of being taken by this one.
+  collect_wanted_ = false;
+  auto live_or = live_segments();
+  if (!live_or.ok()) {
+    collect_wanted_ = true;
+    return live_or.status();
+  }
+  std::set<uint32_t> live = std::move(*live_or);
   std::vector<std::shared_ptr<Segment>> dead;
   std::vector<uint32_t> dead_ids;
   {
@@ -324,7 +344,6 @@ Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>&
       if (it->first == active_) active_ = 0;
       it = segments_.erase(it);
     }
-    collect_wanted_ = false;
   }
   for (uint32_t seg : dead_ids)
     if (!dir_.empty() && io_->Unlink(SegName(dir_, seg)) != 0 && errno != ENOENT)

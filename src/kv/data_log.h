@@ -134,6 +134,12 @@ class DataLog {
   // A segment filled up (or the caller asked): Collect is worth running.
   bool collect_wanted() const { return collect_wanted_.load(std::memory_order_relaxed); }
   void RequestCollect() { collect_wanted_.store(true, std::memory_order_relaxed); }
+  // A background collector (workspace/collector.h) runs Collect when woken; `wake` must only
+  // signal it (it is called with the caller's locks held). Null removes it.
+  void SetCollectorWake(std::function<void()> wake);
+  // Wakes the background collector if one is set (true), else does nothing (false): the caller
+  // collects itself.
+  bool WakeCollector();
   bool empty();
 
   struct Segment;
@@ -161,6 +167,8 @@ class DataLog {
   std::pair<uint64_t, uint64_t> prev_kick_{0, 0};  // the range kicked last: dropped at the next kick
   std::set<uint32_t> unsynced_;
   std::atomic<bool> collect_wanted_{false};
+  std::mutex wake_mu_;
+  std::function<void()> wake_;
 };
 
 }  // namespace layerfs::kv

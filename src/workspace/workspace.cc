@@ -596,7 +596,7 @@ Status CollectDataLog(Store& store, bool wait) {
 }
 
 void Workspace::Impl::CollectIfWanted() {
-  if (!log_.collect_wanted()) return;
+  if (!log_.collect_wanted() || log_.WakeCollector()) return;
   Status s = CollectDataLog(store_, /*wait=*/false);  // the next chance will do
   if (!s.ok()) spdlog::warn("data log: {}", s.message());
 }

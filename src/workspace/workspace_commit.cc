@@ -233,8 +233,9 @@ Result<ObjectId> Workspace::Commit(const std::string& message, const std::vector
   auto* im = impl_.get();
   Result<ObjectId> r = CommitLocked(message, more_parents, end_merge);
   // Blocks this commit folded into history are gone from the data log's records (DeleteBlocks
-  // asked for a collection).
-  if (r.ok() && im->log_.collect_wanted()) {
+  // asked for a collection): the daemon's collector frees their segments after the commit
+  // returns (workspace/collector.h); without one, it is done here.
+  if (r.ok() && im->log_.collect_wanted() && !im->log_.WakeCollector()) {
     Status s = CollectDataLog(im->store_);
     if (!s.ok()) spdlog::warn("data log: {}", s.message());
   }

@@ -118,6 +118,28 @@ TEST(DataLog, SegmentsRollOverAndCollectFreesOnlyUnreferencedOnes) {
   EXPECT_EQ(SegmentFiles(dir), 1u);
 }
 
+// A collection asked for while one runs (a commit deleting blocks after the records were read)
+// is still wanted afterwards: before, the run cleared the request on its way out and the
+// segments the commit emptied waited for some later request.
+TEST(DataLog, ARequestMadeDuringACollectionIsKept) {
+  auto log = DataLog::Open("");
+  ASSERT_TRUE(log.ok());
+  ASSERT_TRUE((*log)->Append("x").ok());
+  (*log)->RequestCollect();
+  auto ran = (*log)->Collect([&]() -> Result<std::set<uint32_t>> {
+    EXPECT_FALSE((*log)->collect_wanted());  // taken by this run
+    (*log)->RequestCollect();
+    return std::set<uint32_t>{};
+  });
+  ASSERT_TRUE(ran.ok());
+  EXPECT_TRUE(*ran);
+  EXPECT_TRUE((*log)->collect_wanted());
+  // A failed run leaves the request standing.
+  auto failed = (*log)->Collect([&]() -> Result<std::set<uint32_t>> { return Status::Error(EIO, "damaged"); });
+  EXPECT_FALSE(failed.ok());
+  EXPECT_TRUE((*log)->collect_wanted());
+}
+
 TEST(DataLog, CollectDoesNotRunWhileAPinIsHeld) {
   auto log = DataLog::Open("");
   ASSERT_TRUE(log.ok());

@@ -14,6 +14,7 @@
 
 #include "kv/kv.h"
 #include "objects/object_store.h"
+#include "workspace/collector.h"
 #include "workspace/inode.h"
 #include "workspace/registry.h"
 #include "../test_util.h"
@@ -705,6 +706,54 @@ TEST_F(WorkspaceDataLog, WholeBlocksLiveInTheLogUntilTheCommitFoldsThem) {
   EXPECT_EQ(Records(kTagRef), 0u);
   EXPECT_EQ(LogBytes(), 0u);  // every segment freed
   ExpectReads(f);
+}
+
+// With a collector (the daemon's), a commit leaves freeing the segments it emptied to the
+// collector's thread instead of doing it before it returns; the segments go all the same, and
+// what was committed and what is written after reads back.
+TEST_F(WorkspaceDataLog, ACollectorFreesWhatACommitEmptiedAfterItReturns) {
+  Ino f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
+  Write(f, 0, layerfs::testing::RandomBytes(20 * kBlockSize, 3));
+  ASSERT_GE(LogBytes(), 20u * kBlockSize);
+  std::atomic<int> woken{0};
+  // First the hand-off alone: a stand-in that only counts wakes, so nothing can free the
+  // segments behind the commit's back: they must still be there when it returns.
+  store_->data_log().SetCollectorWake([&] { woken++; });
+  auto c1 = ws_->Commit("one");
+  ASSERT_TRUE(c1.ok()) << c1.status().message();
+  EXPECT_GE(woken.load(), 1);
+  EXPECT_EQ(Records(kTagRef), 0u);
+  EXPECT_GE(LogBytes(), 20u * kBlockSize);  // left for the collector
+  EXPECT_TRUE(store_->data_log().collect_wanted());
+  store_->data_log().SetCollectorWake(nullptr);
+  {
+    // A real collector: started with a collection wanted, it runs it at once.
+    DataLogCollector collector(*store_);
+    for (int i = 0; i < 500 && LogBytes() != 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(LogBytes(), 0u);
+    EXPECT_GE(collector.runs(), 1u);
+    // Written and committed again with it running.
+    std::string more = layerfs::testing::RandomBytes(8 * kBlockSize, 4);
+    Write(f, 0, more);
+    ASSERT_GE(LogBytes(), 8u * kBlockSize);
+    auto c2 = ws_->Commit("two");
+    ASSERT_TRUE(c2.ok()) << c2.status().message();
+    for (int i = 0; i < 500 && LogBytes() != 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(LogBytes(), 0u);
+    auto e = store_->Lookup(*c2, "f");
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(*store_->ReadFile(*e), model_);
+    // Left wanted when the collector stops: its destructor runs the last collection.
+    Write(f, 0, layerfs::testing::RandomBytes(4 * kBlockSize, 5));
+    store_->data_log().SetCollectorWake([] {});  // swallow this commit's wake
+    ASSERT_TRUE(ws_->Commit("three").ok());
+    EXPECT_GE(LogBytes(), 4u * kBlockSize);
+  }
+  EXPECT_EQ(LogBytes(), 0u);
+  ExpectReads(f);
+  auto e1 = store_->Lookup(*c1, "f");
+  ASSERT_TRUE(e1.ok());
+  EXPECT_EQ(store_->ReadFile(*e1)->size(), 20u * kBlockSize);
 }
 
 // SEEK_DATA / SEEK_HOLE see blocks in the log as data.
