@@ -72,23 +72,86 @@ Result<Inode> Workspace::Impl::Load(Ino ino, const kv::Snapshot* snap) {
   return DecodeInode(ino, *v);
 }
 
+Workspace::Impl::InodeLocks::InodeLocks(Impl& im, std::initializer_list<Ino> inos) {
+  std::array<size_t, 4> idx{};
+  for (Ino ino : inos) {
+    if (n_ == idx.size()) std::abort();  // a caller's bug: at most four inodes
+    idx[n_++] = static_cast<size_t>((ino * 0x9E3779B97F4A7C15ull) >> 56) % kStripes;
+  }
+  // Ascending, each stripe once (an insertion sort: at most four).
+  size_t m = 0;
+  for (size_t i = 0; i < n_; i++) {
+    const size_t v = idx[i];
+    size_t j = 0;
+    while (j < m && idx[j] < v) j++;
+    if (j < m && idx[j] == v) continue;
+    for (size_t k = m; k > j; k--) idx[k] = idx[k - 1];
+    idx[j] = v;
+    m++;
+  }
+  n_ = m;
+  for (size_t i = 0; i < n_; i++) {
+    held_[i] = &im.stripes_[idx[i]];
+    held_[i]->lock();
+  }
+}
+
+Workspace::Impl::InodeLocks::~InodeLocks() {
+  for (size_t i = n_; i-- > 0;) held_[i]->unlock();
+}
+
+Status Workspace::Impl::Unpristine() {
+  std::lock_guard g(leaf_mu_);
+  if (!pristine_) return Status::Ok();
+  // Written before the change's own batch: batches written under the shared lock land in any
+  // order, and a state still saying "pristine" after a change would let the Workspace be
+  // dropped as if nothing had changed.
+  pristine_ = false;
+  kv::Batch b;
+  b.set_space_exempt();  // one small record replaced; a deletion must work on a full disk
+  PutState(&b);
+  Status s = Write(b);
+  if (!s.ok()) pristine_ = true;
+  return s;
+}
+
+namespace {
+// The inodes whose Dirty records this thread put into the batch it is building (MarkDirty),
+// settled when the batch is written.
+thread_local std::vector<Ino> tl_new_marks;
+}  // namespace
+
+std::vector<Ino>& Workspace::Impl::tl_marks() { return tl_new_marks; }
+
 void Workspace::Impl::MarkDirty(kv::Batch* b, Ino ino) {
+  std::lock_guard leaf(leaf_mu_);
   if (pristine_) {
     pristine_ = false;
     PutState(b);
   }
   uint64_t gen = next_gen_++;
+  dirty_[ino] = gen;
+  if (marked_.count(ino)) return;
   std::string g;
   base::PutVarint(&g, gen);
   b->Put(kv::Cf::kWorkspace, keys_.Dirty(ino), g);
-  dirty_[ino] = gen;
+  tl_new_marks.push_back(ino);
+}
+
+void Workspace::Impl::SettleMarks(bool written) {
+  if (tl_new_marks.empty()) return;
+  if (written) {
+    std::lock_guard leaf(leaf_mu_);
+    marked_.insert(tl_new_marks.begin(), tl_new_marks.end());
+  }
+  tl_new_marks.clear();
 }
 
 void Workspace::Impl::PutState(kv::Batch* b, const ObjectId& base) {
   std::string s;
   base::PutU8(&s, numbered_ ? 2 : 1);
   s.append(base.AsKey());
-  base::PutVarint(&s, next_ino_);
+  base::PutVarint(&s, std::max(next_ino_, ino_high_));
   if (numbered_) base::PutU8(&s, pristine_ ? 1 : 0);
   b->Put(kv::Cf::kWorkspace, keys_.State(), s);
 }
@@ -460,6 +523,7 @@ void Workspace::Impl::DeleteInode(kv::Batch* b, const Inode& n) {
   if (n.has_blocks) DeleteBlocks(b, ino, 0, n.size, n.has_refs);
   b->Delete(kv::Cf::kWorkspace, keys_.Dirty(ino));
   b->Delete(kv::Cf::kWorkspace, keys_.Orphan(ino));
+  Unmark(ino);
 }
 
 Status Workspace::Impl::DropLink(kv::Batch* b, Inode* child, Ino dir) {
@@ -476,6 +540,7 @@ Status Workspace::Impl::DropLink(kv::Batch* b, Inode* child, Ino dir) {
       Put(b, *child);
       b->Delete(kv::Cf::kWorkspace, keys_.Dirty(child->ino));
       b->Put(kv::Cf::kWorkspace, keys_.Orphan(child->ino), "");
+      Unmark(child->ino);
     }
   } else {
     Put(b, *child);
@@ -486,7 +551,24 @@ Status Workspace::Impl::DropLink(kv::Batch* b, Inode* child, Ino dir) {
 
 Result<Inode> Workspace::Impl::NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent) {
   Inode n;
-  n.ino = next_ino_++;
+  {
+    std::lock_guard g(leaf_mu_);
+    if (next_ino_ >= ino_high_) {
+      // Changes under the shared lock write their batches in any order, so the state record
+      // cannot carry each new number: it promises a range instead, written before any number
+      // of the range is used (a crash skips the rest of it).
+      const uint64_t old_high = ino_high_;
+      ino_high_ = next_ino_ + kInoReserve;
+      kv::Batch b;
+      PutState(&b);
+      Status s = Write(b);
+      if (!s.ok()) {
+        ino_high_ = old_high;
+        return s;
+      }
+    }
+    n.ino = next_ino_++;
+  }
   n.type = type;
   n.perm = perm & 07777;
   n.uid = c.uid;
@@ -529,6 +611,7 @@ Status Workspace::Impl::InitFresh(const ObjectId& commit) {
   // Inode numbers are 64-bit; a Commit claiming more entries than they can number is damaged.
   if (c.files > (1ull << 62)) return Status::Corrupt(fmt::format("commit {}: claims {} entries", commit.Hex(), c.files));
   next_ino_ = 2 + c.files;  // 1 .. 1 + c.files: the root and the Commit's entries
+  ino_high_ = 0;
   Inode root;
   root.ino = kRootIno;
   root.type = EntryType::kDir;
@@ -673,7 +756,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
         (ver == 2 && !r.U8(&flags)))
       return Status::Corrupt(fmt::format("workspace of '{}': damaged state", opts.branch));
     impl->base_ = ObjectId::FromKey(base);
-    impl->next_ino_ = next;
+    impl->next_ino_ = impl->ino_high_ = next;
     impl->numbered_ = ver == 2;
     impl->pristine_ = ver == 2 && (flags & 1);
     if (impl->base_ != *head) {
@@ -719,6 +802,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
     uint64_t gen = 0;
     (void)r.Varint(&gen);
     impl->dirty_[Keys::InoAt(k, dp.size())] = gen;
+    impl->marked_.insert(Keys::InoAt(k, dp.size()));
     return true;
   }));
   impl->CollectIfWanted();  // segments an earlier process left, possibly all dead
@@ -741,6 +825,7 @@ Status DropWorkspaceState(Store& store, const std::string& branch) {
 
 bool Workspace::pristine() const {
   std::shared_lock l(impl_->mu_);
+  std::lock_guard g(impl_->leaf_mu_);
   return impl_->pristine_;
 }
 
@@ -774,8 +859,11 @@ Result<Attr> Workspace::SetAttr(Ino ino, const AttrChange& ch) {
   LFS_WRITABLE();
   Result<Attr> r = [&]() -> Result<Attr> {
   auto pin = impl_->log_.PinSegments();  // a truncation may read a block in the data log
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
+  Impl::InodeLocks il(*impl_, {ino});
   LFS_ASSIGN(Inode n, impl_->Load(ino));
+  if (ch.size && n.is_dir()) return Status::Error(EISDIR, "is a directory");
+  LFS_TRY(impl_->Unpristine());
   kv::Batch b;
   timespec now = Now();
   if (ch.mode) n.perm = *ch.mode & 07777;
@@ -803,7 +891,9 @@ Result<Attr> Workspace::SetAttr(Ino ino, const AttrChange& ch) {
 }
 
 // Creates `n` as `name` in `parent`: the entry, both inodes, dirty marks, in one batch.
-static Result<Attr> Link_(Workspace::Impl* im, Inode& parent, std::string_view name, Inode& n, bool new_inode) {
+// REQUIRES: mu_ shared with the stripes of `parent` and `n`, or mu_ exclusive.
+static Result<Attr> Link_(Workspace::Impl* im, Inode& parent, std::string_view name, Inode& n) {
+  LFS_TRY(im->Unpristine());
   kv::Batch b;
   timespec now = Now();
   parent.mtime = parent.ctime = now;
@@ -813,7 +903,6 @@ static Result<Attr> Link_(Workspace::Impl* im, Inode& parent, std::string_view n
   im->Put(&b, parent);
   im->MarkDirty(&b, parent.ino);
   im->MarkDirty(&b, n.ino);
-  if (new_inode) im->PutState(&b);
   LFS_TRY(im->Write(b));
   return n.ToAttr();
 }
@@ -821,68 +910,89 @@ static Result<Attr> Link_(Workspace::Impl* im, Inode& parent, std::string_view n
 Result<Attr> Workspace::Mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev, const Caller& c) {
   LFS_WRITABLE();
   LFS_TRY(CheckName(name));
-  std::lock_guard l(impl_->mu_);
-  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  std::shared_lock l(impl_->mu_);
+  LFS_TRY(impl_->LoadDirShared(parent, l).status());  // materialised before any stripe is held
+  Impl::InodeLocks il(*impl_, {parent});
+  LFS_ASSIGN(Inode dir, impl_->Load(parent));
   LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
   if (e) return Status::Exists("entry exists");
   EntryType t = TypeFromMode(mode);
   if (t == EntryType::kDir || t == EntryType::kSymlink) return Status::Invalid("mknod of a directory or symlink");
   LFS_ASSIGN(Inode n, impl_->NewInode(t, mode, c, dir));
   if (t == EntryType::kChar || t == EntryType::kBlock) n.rdev = rdev;
-  return Link_(impl_.get(), dir, name, n, true);
+  return Link_(impl_.get(), dir, name, n);
 }
 
 Result<Attr> Workspace::Mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& c) {
   LFS_WRITABLE();
   LFS_TRY(CheckName(name));
-  std::lock_guard l(impl_->mu_);
-  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  std::shared_lock l(impl_->mu_);
+  LFS_TRY(impl_->LoadDirShared(parent, l).status());  // materialised before any stripe is held
+  Impl::InodeLocks il(*impl_, {parent});
+  LFS_ASSIGN(Inode dir, impl_->Load(parent));
   LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
   if (e) return Status::Exists("entry exists");
   LFS_ASSIGN(Inode n, impl_->NewInode(EntryType::kDir, mode, c, dir));
-  return Link_(impl_.get(), dir, name, n, true);
+  return Link_(impl_.get(), dir, name, n);
 }
 
 Result<Attr> Workspace::Symlink(Ino parent, std::string_view name, std::string_view target, const Caller& c) {
   LFS_WRITABLE();
   LFS_TRY(CheckName(name));
   if (target.size() >= 4096) return Status::Error(ENAMETOOLONG, "link target too long");
-  std::lock_guard l(impl_->mu_);
-  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
+  std::shared_lock l(impl_->mu_);
+  LFS_TRY(impl_->LoadDirShared(parent, l).status());  // materialised before any stripe is held
+  Impl::InodeLocks il(*impl_, {parent});
+  LFS_ASSIGN(Inode dir, impl_->Load(parent));
   LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
   if (e) return Status::Exists("entry exists");
   LFS_ASSIGN(Inode n, impl_->NewInode(EntryType::kSymlink, 0777, c, dir));
   n.perm = 0777;
   n.target = target;
   n.size = target.size();
-  return Link_(impl_.get(), dir, name, n, true);
+  return Link_(impl_.get(), dir, name, n);
 }
 
 Result<Attr> Workspace::Link(Ino ino, Ino new_parent, std::string_view new_name) {
   LFS_WRITABLE();
   LFS_TRY(CheckName(new_name));
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
+  LFS_TRY(impl_->LoadDirShared(new_parent, l).status());
+  Impl::InodeLocks il(*impl_, {ino, new_parent});
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   if (n.is_dir()) return Status::Error(EPERM, "hard link to a directory");
-  LFS_ASSIGN(Inode dir, impl_->LoadDir(new_parent));
+  LFS_ASSIGN(Inode dir, impl_->Load(new_parent));
   LFS_ASSIGN(auto e, impl_->GetEntry(new_parent, new_name));
   if (e) return Status::Exists("entry exists");
   if (n.nlink >= 65000) return Status::Error(EMLINK, "too many links");
   n.nlink++;
   n.parents.push_back(new_parent);
   n.ctime = Now();
-  return Link_(impl_.get(), dir, new_name, n, false);
+  return Link_(impl_.get(), dir, new_name, n);
 }
 
 Status Workspace::Unlink(Ino parent, std::string_view name) {
   LFS_WRITABLE();
   CollectAfter collect{impl_.get()};  // runs once the lock is released
-  std::lock_guard l(impl_->mu_);
-  LFS_ASSIGN(Inode dir, impl_->LoadDir(parent));
-  LFS_ASSIGN(auto e, impl_->GetEntry(parent, name));
-  if (!e) return Status::NotFound("no such entry");
+  std::shared_lock l(impl_->mu_);
+  LFS_TRY(impl_->LoadDirShared(parent, l).status());
+  // The child's number is read before its stripe is held, and read again once it is: only
+  // rename (exclusive) could change what the name points at, but a stale guess must not win.
+  std::optional<Impl::InodeLocks> il;
+  std::optional<std::pair<Ino, EntryType>> e;
+  for (;;) {
+    LFS_ASSIGN(auto guess, impl_->GetEntry(parent, name));
+    if (!guess) return Status::NotFound("no such entry");
+    il.emplace(*impl_, std::initializer_list<Ino>{parent, guess->first});
+    LFS_ASSIGN(e, impl_->GetEntry(parent, name));
+    if (!e) return Status::NotFound("no such entry");
+    if (e->first == guess->first) break;
+    il.reset();
+  }
+  LFS_ASSIGN(Inode dir, impl_->Load(parent));
   LFS_ASSIGN(Inode child, impl_->Load(e->first));
   if (child.is_dir()) return Status::Error(EISDIR, "is a directory");
+  LFS_TRY(impl_->Unpristine());
   kv::Batch b;
   b.set_space_exempt();  // frees space: must work on a full disk
   b.Delete(kv::Cf::kWorkspace, impl_->keys_.Entry(parent, name));
@@ -1035,10 +1145,13 @@ Result<std::vector<DirEntry>> Workspace::ReadDir(Ino ino) {
 Result<bool> Workspace::Impl::StartRead(Ino ino, uint64_t off, size_t size, Inode* n,
                                         std::shared_ptr<const kv::Snapshot>* snap) {
   std::shared_lock l(mu_);
-  LFS_ASSIGN(*n, Load(ino));
+  // The snapshot first, and the inode from it: changes of other inodes go on under the shared
+  // lock, and a change of this one lands wholly before or after the snapshot.
+  auto s = kv_.GetSnapshot();
+  LFS_ASSIGN(*n, Load(ino, s.get()));
   if (n->is_dir()) return Status::Error(EISDIR, "is a directory");
   if (off >= n->size || size == 0) return false;
-  *snap = kv_.GetSnapshot();
+  *snap = std::move(s);
   return true;
 }
 
@@ -1172,11 +1285,13 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
   constexpr uint64_t kMaxRefPatchBytes = 16 << 10;
   constexpr uint64_t kMaxRunBlocks = 256;  // 16 MiB per append
   auto pin = log_.PinSegments();
-  std::lock_guard l(mu_);
+  std::shared_lock l(mu_);
+  InodeLocks il(*this, {ino});
   LFS_ASSIGN(Inode n, Load(ino));
   if (n.is_dir()) return Status::Error(EISDIR, "is a directory");
   if (data.empty()) return Status::Ok();
   if (off + data.size() > kMaxFileSize || off + data.size() < off) return Status::Error(EFBIG, "file too large");
+  LFS_TRY(Unpristine());
   kv::Batch b;
   const uint64_t end = off + data.size(), old_size = n.size;
   const bool had_blocks = n.has_blocks;
@@ -1273,11 +1388,13 @@ Status Workspace::Fallocate(Ino ino, int mode, uint64_t off, uint64_t len) {
     auto w = Write(ino, off, zeros);
     return w.ok() ? Status::Ok() : w.status();
   }
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
+  Impl::InodeLocks il(*impl_, {ino});
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   if (n.type != EntryType::kFile) return Status::Error(ENODEV, "not a regular file");
   if (off + len > kMaxFileSize) return Status::Error(EFBIG, "file too large");
   if ((mode & kKeepSize) || off + len <= n.size) return Status::Ok();
+  LFS_TRY(impl_->Unpristine());
   kv::Batch b;
   n.size = off + len;
   n.ctime = Now();
@@ -1334,7 +1451,8 @@ Status Workspace::SetXattr(Ino ino, std::string_view name, std::string_view valu
   if (name.size() > 255 || name.empty()) return Status::Error(ERANGE, "bad xattr name");
   if (name.rfind("user.", 0) != 0) return Status::Error(EOPNOTSUPP, "only user.* attributes are supported");
   if (value.size() > 65536) return Status::Error(E2BIG, "xattr value too large");
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
+  Impl::InodeLocks il(*impl_, {ino});
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   if (n.type == EntryType::kSymlink) return Status::Error(EPERM, "user xattrs on a symlink");
   auto it = std::lower_bound(n.xattrs.begin(), n.xattrs.end(), name,
@@ -1345,6 +1463,7 @@ Status Workspace::SetXattr(Ino ino, std::string_view name, std::string_view valu
   if (exists) it->second = value;
   else n.xattrs.insert(it, {std::string(name), std::string(value)});
   n.ctime = Now();
+  LFS_TRY(impl_->Unpristine());
   kv::Batch b;
   impl_->Put(&b, n);
   impl_->MarkDirty(&b, ino);
@@ -1369,12 +1488,14 @@ Result<std::vector<std::string>> Workspace::ListXattr(Ino ino) {
 
 Status Workspace::RemoveXattr(Ino ino, std::string_view name) {
   LFS_WRITABLE();
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
+  Impl::InodeLocks il(*impl_, {ino});
   LFS_ASSIGN(Inode n, impl_->Load(ino));
   auto it = std::find_if(n.xattrs.begin(), n.xattrs.end(), [&](const auto& p) { return p.first == name; });
   if (it == n.xattrs.end()) return Status::Error(ENODATA, "no such xattr");
   n.xattrs.erase(it);
   n.ctime = Now();
+  LFS_TRY(impl_->Unpristine());
   kv::Batch b;
   impl_->Put(&b, n);
   impl_->MarkDirty(&b, ino);
@@ -1415,7 +1536,8 @@ std::string Workspace::PathOf(Ino ino) {
 
 void Workspace::Forget(Ino ino) {
   CollectAfter collect{impl_.get()};  // runs once the lock is released
-  std::lock_guard l(impl_->mu_);
+  std::shared_lock l(impl_->mu_);
+  Impl::InodeLocks il(*impl_, {ino});
   auto n = impl_->Load(ino);
   if (!n.ok() || n->nlink > 0) return;
   kv::Batch b;

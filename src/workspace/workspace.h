@@ -12,7 +12,9 @@
 // Permission checks are the kernel's (default_permissions); this layer enforces the POSIX rules
 // that a filesystem itself must (ENOTEMPTY, EEXIST, ENOTDIR, EISDIR, ENAMETOOLONG, ...).
 // Thread-safe: a reader-writer lock per Workspace; operations that only read (lookup, getattr,
-// readdir, read, xattr reads) share it, changes take it alone; Commit takes it only to publish.
+// readdir, read, xattr reads) share it, and so do changes of named inodes (write, setattr,
+// create, link, unlink, xattrs), which also lock those inodes' stripes; materialising, rmdir,
+// rename, reset and merges take it alone; Commit takes it only to snapshot and to publish.
 #pragma once
 
 #include <sys/stat.h>

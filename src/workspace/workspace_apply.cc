@@ -401,6 +401,7 @@ Status Applier::Run(std::vector<Notice>* notices) {
     else b_.Put(kv::Cf::kWorkspace, im_->keys_.Merge(), *req_.merge_record);
   }
   Status s = req_.publish ? req_.publish(&b_) : im_->kv_.Write(b_, true);
+  im_->SettleMarks(s.ok());
   if (!s.ok()) {
     im_->base_ = saved_base;
     im_->next_ino_ = saved_next;

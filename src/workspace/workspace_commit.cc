@@ -318,7 +318,10 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::
   im->base_ = id;
   // The marks this commit deleted: those whose generation did not move since the snapshot.
   for (const auto& [ino, gen] : built.dirty)
-    if (auto it = im->dirty_.find(ino); it != im->dirty_.end() && it->second == gen) im->dirty_.erase(it);
+    if (auto it = im->dirty_.find(ino); it != im->dirty_.end() && it->second == gen) {
+      im->dirty_.erase(it);
+      im->marked_.erase(ino);
+    }
   return id;
 }
 
@@ -355,6 +358,7 @@ Status Workspace::Reset(const std::optional<ObjectId>& to) {
   b.DeleteRange(kv::Cf::kWorkspace, im->keys_.prefix(), im->keys_.End());
   LFS_TRY(im->kv_.Write(b, false));
   im->dirty_.clear();
+  im->marked_.clear();
   if (!im->log_.empty()) im->log_.RequestCollect();
   return im->InitFresh(*head);
   }();

@@ -2,7 +2,10 @@
 // workspace_commit.cc (commit, changes, reset).
 #pragma once
 
+#include <array>
+#include <initializer_list>
 #include <map>
+#include <mutex>
 #include <set>
 #include <shared_mutex>
 
@@ -24,10 +27,40 @@ class Workspace::Impl {
   // All REQUIRE mu_ held (shared is enough for the ones that only read) unless noted.
   Result<Inode> Load(Ino ino, const kv::Snapshot* snap = nullptr);
   void Put(kv::Batch* b, const Inode& n) { b->Put(kv::Cf::kWorkspace, keys_.Inode(n.ino), EncodeInode(n)); }
+  // Records in memory that `ino` changed (a new generation), and in `b` a Dirty record unless
+  // the Kv already holds one (marked_). The batch must be written by Write (or SettleMarks
+  // called) before this thread marks anything else.
   void MarkDirty(kv::Batch* b, Ino ino);
   void PutState(kv::Batch* b) { PutState(b, base_); }
   void PutState(kv::Batch* b, const ObjectId& base);
-  Status Write(const kv::Batch& b) { return kv_.Write(b, false); }
+  // Writes a change's batch; the Dirty records MarkDirty put into it count as in the Kv
+  // (marked_) once it is written.
+  Status Write(const kv::Batch& b) {
+    Status s = kv_.Write(b, false);
+    SettleMarks(s.ok());
+    return s;
+  }
+  // After a batch holding MarkDirty's records was written (or failed), for writers that do not
+  // go through Write. REQUIRES: called by the thread that called MarkDirty.
+  void SettleMarks(bool written);
+  // A batch deletes `ino`'s Dirty record: its next change writes one again.
+  void Unmark(Ino ino) {
+    std::lock_guard leaf(leaf_mu_);
+    marked_.erase(ino);
+    std::erase(tl_marks(), ino);
+  }
+  static std::vector<Ino>& tl_marks();
+  // The stripes of up to four inodes, locked ascending, each once. REQUIRES: mu_ shared.
+  class InodeLocks {
+   public:
+    InodeLocks(Impl& im, std::initializer_list<Ino> inos);
+    ~InodeLocks();
+    InodeLocks(const InodeLocks&) = delete;
+    InodeLocks& operator=(const InodeLocks&) = delete;
+   private:
+    std::array<std::mutex*, 4> held_{};
+    size_t n_ = 0;
+  };
   Result<Inode> LoadDir(Ino ino);  // loads and materialises; ENOTDIR for non-dirs. REQUIRES: mu_ exclusive
   // LoadDir for a reader holding `l`, a shared lock on mu_: an unmaterialised directory is
   // materialised under the exclusive lock, and `l` is held again on return (error or not).
@@ -59,7 +92,12 @@ class Workspace::Impl {
   // Workspace::Write under a pin and mu_ (taken here).
   Status WriteLocked(Ino ino, uint64_t off, std::string_view data,
                      const std::optional<Caller>& kill_suidgid = std::nullopt, bool* killed = nullptr);
+  // A fresh inode number; under mu_ shared, numbers come from a reserved range whose end is
+  // written (state record) before any number of it is used. REQUIRES: mu_ (either way).
   Result<Inode> NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent);
+  // Before a change made under mu_ shared: a pristine Workspace's state is rewritten as changed,
+  // in its own write ahead of the change's (see pristine_). REQUIRES: mu_ shared or exclusive.
+  Status Unpristine();
   Status InitFresh(const ObjectId& commit);  // REQUIRES: no state; writes state and root
   Status MigrateLegacyBlocks();               // blocks of older builds to their current keys
 
@@ -87,12 +125,24 @@ class Workspace::Impl {
   kv::DataLog& log_;  // lock order: a pin before mu_
   Keys keys_;
   bool ephemeral_;
-  // Exclusive for every change of the Workspace; shared for operations that only read it
-  // (lookup, getattr, readdir, reads, xattr reads), so readers go on in parallel with each other.
-  // Lock order: commit_mu_, then mu_, then the Store's internal locks.
+  // Shared for operations that only read the Workspace (lookup, getattr, readdir, reads, xattr
+  // reads) and for changes of named inodes (write, setattr, create, link, unlink, xattrs,
+  // forget), which also lock the stripes of the inodes they change (InodeLocks); exclusive for
+  // what changes many inodes or walks the tree (materialising, rmdir, rename, commit's snapshot
+  // and publish, reset, merges). Lock order: commit_mu_, mu_, stripes ascending, leaf_mu_, the
+  // Store's internal locks. A stripe holder never waits for mu_ (LoadDirShared comes first).
   mutable std::shared_mutex mu_;
+  static constexpr size_t kStripes = 256;
+  std::array<std::mutex, kStripes> stripes_;
+  // Guards next_ino_, ino_high_, next_gen_, dirty_ and pristine_ for holders of mu_ shared
+  // (exclusive holders need not take it).
+  mutable std::mutex leaf_mu_;
   ObjectId base_;
   uint64_t next_ino_ = 2;
+  // The inode number the state record promises is unused (next_ino_ <= ino_high_ unless an
+  // exclusive path numbered past it, writing next_ino_ itself); 0: none reserved.
+  uint64_t ino_high_ = 0;
+  static constexpr uint64_t kInoReserve = 4096;
   uint64_t next_gen_ = 1;
   // The Dirty marks (inode -> generation) in memory, so a commit does not scan a key range that
   // every earlier commit filled with deletions (11 ms per commit after 150 commits). Read from the
@@ -100,6 +150,11 @@ class Workspace::Impl {
   // may also hold marks deleted with their inode (unlink, rmdir): those no longer load and are
   // skipped, and dropped at the next commit.
   std::map<Ino, uint64_t> dirty_;
+  // Inodes whose Dirty record is in the Kv: a record only says "changed since the base" (the
+  // generations that matter are dirty_'s), so a later change of the inode writes none. Added once
+  // the batch carrying the record is written, removed wherever a record may be deleted (commit,
+  // inode deletion, reset); a missing entry only costs one more record.
+  std::set<Ino> marked_;
   // State version 2: the entries of the base Commit are numbered in depth-first order (the root
   // is 1, a directory's subtree follows it), so materialising is deterministic; version 1 (older
   // Workspaces) numbered entries in the order they were first seen, from next_ino_.

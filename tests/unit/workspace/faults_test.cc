@@ -84,6 +84,41 @@ TEST_F(WorkspaceFaults, FailedWritesChangeNothing) {
   EXPECT_EQ(ReadAll(f), "CHANGED!");
 }
 
+// A change writes a Dirty record only if the Kv holds none for its inode: the first change's
+// record must be in the Kv whenever a later one skips it. A first change whose batch failed
+// leaves nothing marked, so the next one writes the record, and a reopened Workspace (which
+// knows its changes only from the records) commits it.
+TEST_F(WorkspaceFaults, AChangeAfterAFailedOneIsStillMarkedForTheNextCommit) {
+  Ino f = Create("f", "original");
+  const ObjectId c1 = *ws_->Commit("one");
+  fault_->FailWritesAfter(0);
+  EXPECT_EQ(ws_->Write(f, 0, "FAILED").status().code(), ENOSPC);
+  EXPECT_EQ(ws_->SetAttr(f, {.mode = 0600}).status().code(), ENOSPC);
+  ASSERT_TRUE(fault_->Recover().ok());
+  ASSERT_TRUE(ws_->Write(f, 0, "changed").ok());
+  ASSERT_TRUE(ws_->Write(f, 7, "!").ok());
+  ws_.reset();
+  auto ws = Workspace::Open(*store_, {.read_only = false, .branch = "main", .commit = {}});
+  ASSERT_TRUE(ws.ok());
+  ws_ = std::move(*ws);
+  EXPECT_EQ(Changes(), "M f\n");
+  auto c2 = ws_->Commit("two");
+  ASSERT_TRUE(c2.ok());
+  EXPECT_NE(*c2, c1);
+  EXPECT_EQ(*store_->ReadFile(*store_->Lookup(*c2, "f")), "changed!");
+  // A commit deleted the record: the next change writes it again, and survives a reopen too.
+  ASSERT_TRUE(ws_->Write(f, 0, "again").ok());
+  ASSERT_TRUE(ws_->Write(f, 0, "AGAIN").ok());
+  ws_.reset();
+  ws = Workspace::Open(*store_, {.read_only = false, .branch = "main", .commit = {}});
+  ASSERT_TRUE(ws.ok());
+  ws_ = std::move(*ws);
+  EXPECT_EQ(Changes(), "M f\n");
+  auto c3 = ws_->Commit("three");
+  ASSERT_TRUE(c3.ok());
+  EXPECT_EQ(*store_->ReadFile(*store_->Lookup(*c3, "f")), "AGAINed!");
+}
+
 // A commit that fails at any of its writes leaves the branch head and the Workspace as they
 // were (reads, uncommitted changes, a later commit of the same state); once space is back the
 // same commit succeeds and verifies.
