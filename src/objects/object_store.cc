@@ -311,8 +311,28 @@ int ObjectStore::LevelFor(size_t input) const {
   return input < tuning_.small_below ? tuning_.small_level : tuning_.level;
 }
 
+namespace {
+// Whether `content` looks incompressible (media, archives, encrypted or random bytes), judged on
+// four 16 KiB slices spread over it at zstd's fastest level: if they shrink by less than 3%, the
+// slow level would not do better on the whole (it compresses random bytes at a few tens of MB/s
+// to find nothing). RocksDB's block compression still sees the raw record.
+bool LooksIncompressible(std::string_view content) {
+  constexpr size_t kSlice = 16 << 10, kSlices = 4;
+  if (content.size() < 4 * kSlice * kSlices) return false;
+  size_t in = 0, out = 0;
+  for (size_t i = 0; i < kSlices; i++) {
+    const size_t at = (content.size() - kSlice) / (kSlices - 1) * i;
+    auto z = codec::Compress(content.substr(at, kSlice), 1);
+    if (!z.ok()) return false;
+    in += kSlice;
+    out += z->size();
+  }
+  return out * 100 >= in * 97;
+}
+}  // namespace
+
 Result<std::string> ObjectStore::EncodeFull(Kind kind, std::string_view content) {
-  if (content.size() < tuning_.raw_below)
+  if (content.size() < tuning_.raw_below || (content.size() >= tuning_.small_below && LooksIncompressible(content)))
     return RecordHeader(kind, Encoding::kRaw, 0, content.size(), nullptr).append(content);
   int level = content.size() < tuning_.small_below ? tuning_.small_level : tuning_.large_full_level;
   LFS_ASSIGN(std::string z, codec::Compress(content, level));

@@ -50,6 +50,23 @@ TEST_F(ObjectStoreTest, PutGetRoundTripAllEncodings) {
   EXPECT_EQ(fresh->Info(Kind::kBlob, ids[3])->decoded_size, contents[3].size());
 }
 
+// Large full copies are judged on a sample before the slow level is tried: random bytes are
+// stored raw, while content that compresses anywhere the sample looks (text, or text with a
+// random head and tail) is still compressed, and everything reads back.
+TEST_F(ObjectStoreTest, IncompressibleLargeContentIsStoredRawWithoutTheSlowLevel) {
+  auto os = Make();
+  const std::string random = RandomBytes(2 << 20, 21), text = TextBytes(2 << 20, 22);
+  const std::string mixed = RandomBytes(256 << 10, 23) + TextBytes(1536 << 10, 24) + RandomBytes(256 << 10, 25);
+  for (const auto& [content, want] : std::vector<std::pair<std::string, Encoding>>{
+           {random, Encoding::kRaw}, {text, Encoding::kZstd}, {mixed, Encoding::kZstd}}) {
+    auto r = os->Put(Kind::kBlob, content, std::nullopt);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(os->Info(Kind::kBlob, r->id)->encoding, want);
+    if (want == Encoding::kZstd) { EXPECT_LT(r->stored_bytes, content.size() * 9 / 10); }
+    EXPECT_TRUE(*os->Get(Kind::kBlob, r->id) == content);
+  }
+}
+
 TEST_F(ObjectStoreTest, MissingIsEnoent) {
   auto os = Make();
   ObjectId id = base::HashContent("nothing", kSeed);
