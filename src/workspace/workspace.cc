@@ -110,7 +110,7 @@ Status Workspace::Impl::Unpristine() {
   kv::Batch b;
   b.set_space_exempt();  // one small record replaced; a deletion must work on a full disk
   PutState(&b);
-  Status s = Write(b);
+  Status s = kv_.Write(b, false);  // not Write: no Dirty record here, and leaf_mu_ is held
   if (!s.ok()) pristine_ = true;
   return s;
 }
@@ -561,7 +561,7 @@ Result<Inode> Workspace::Impl::NewInode(EntryType type, uint32_t perm, const Cal
       ino_high_ = next_ino_ + kInoReserve;
       kv::Batch b;
       PutState(&b);
-      Status s = Write(b);
+      Status s = kv_.Write(b, false);  // not Write: no Dirty record here, and leaf_mu_ is held
       if (!s.ok()) {
         ino_high_ = old_high;
         return s;
