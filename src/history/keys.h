@@ -25,7 +25,13 @@ namespace layerfs::history {
 // lie below: flags 2 and 4, then a varint), so mounts need not read subtrees for nlink or hard
 // links. Older trees have none and are read as they are; the Store is upgraded by rewriting its
 // config. Older builds refuse a version-7 Store (they would misread the new entries).
-constexpr uint32_t kFormatVersion = 7;
+// 8: a Store created at version 8 keeps chunk records in a RocksDB column family of their own,
+// "chunks" (kv::Cf::kChunks, no compression; docs/design.md, "Storage engine"); one made before
+// keeps them in blobs (the family is never added to it: kv::Kv::Aliased) and is upgraded by
+// rewriting its config. Readers look for a blob or chunk in the other content family when it is
+// not in its own. Older builds cannot open a database that has the chunks family (RocksDB names
+// it) and refuse a version-8 Store.
+constexpr uint32_t kFormatVersion = 8;
 constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr std::string_view kConfigKey = "config";
 inline constexpr std::string_view kRefPrefix = "ref/";     // + branch name -> 16-byte commit id

@@ -50,6 +50,13 @@ const char* PolicyKey(Kind k) {
   }
 }
 
+// The families that hold object records: chunks have their own unless the database is older.
+std::vector<kv::Cf> RecordFamilies(const kv::Kv& kv) {
+  std::vector<kv::Cf> out{kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits};
+  if (!kv.Aliased(kv::Cf::kChunks)) out.push_back(kv::Cf::kChunks);
+  return out;
+}
+
 bool IsPending(std::string_view record) {
   auto info = objects::ParseRecord(record);
   return info.ok() && info->encoding == objects::Encoding::kPending;
@@ -68,7 +75,7 @@ Result<StoreStats> Store::Stats() {
   // Flushed so the table figures are complete; on a full disk they leave the memtables out.
   if (Status f = kv_->Flush(); !f.ok() && f.code() != ENOSPC) return f;
   for (const char* k : {"whole", "chunk", "metadata"}) st.max_chain_depth[k] = 0;
-  for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
+  for (kv::Cf cf : RecordFamilies(*kv_)) {
     LFS_TRY(kv_->Scan(cf, "", "", [&](auto, auto v) {
       auto info = objects::ParseRecord(v);
       if (!info.ok()) return true;
@@ -102,7 +109,7 @@ Result<StoreStats> Store::Stats() {
     auto cf = static_cast<kv::Cf>(i);
     LFS_ASSIGN(auto cs, kv_->Stats(cf));
     st.cf_bytes[kv::CfName(cf)] = cs.sst_file_bytes;
-    if (cf == kv::Cf::kBlobs) payload += cs.data_bytes;
+    if (cf == kv::Cf::kBlobs || cf == kv::Cf::kChunks) payload += cs.data_bytes;
     else if (cf != kv::Cf::kWorkspace) meta += cs.data_bytes;
   }
   st.payload_bytes = payload;
@@ -331,11 +338,13 @@ Result<GcReport> Store::Gc(const std::vector<ObjectId>& extra_roots, const Progr
     b.Put(kv::Cf::kMeta, history::kGcEpochKey, nv);
   }
   b.set_space_exempt();  // deletions: they free space at the compaction below
-  for (kv::Cf cf : {kv::Cf::kBlobs, kv::Cf::kTrees, kv::Cf::kCommits}) {
+  for (kv::Cf cf : RecordFamilies(*kv_)) {
+    // Reachable ids are marked by the family the formats name (objects::CfOf): a chunk's is blobs'.
+    const auto& reached = live[cf == kv::Cf::kChunks ? kv::Cf::kBlobs : cf];
     LFS_TRY(kv_->Scan(cf, "", "", [&](auto k, auto v) {
       // A pending record (left by a drain that met a full disk) is kept while its queue entry
       // names it; the gc after its encoding collects it if nothing reaches it.
-      if (k.size() == ObjectId::kSize && !live[cf].count(ObjectId::FromKey(k)) && !IsPending(v)) {
+      if (k.size() == ObjectId::kSize && !reached.count(ObjectId::FromKey(k)) && !IsPending(v)) {
         b.Delete(cf, k);
         rep.objects_deleted++;
       }

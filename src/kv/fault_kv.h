@@ -82,6 +82,7 @@ class FaultKv : public Kv {
     return base_->Recover();
   }
   bool read_only() const override { return base_->read_only(); }
+  bool Aliased(Cf cf) const override { return base_->Aliased(cf); }
 
  private:
   Kv* base_;

@@ -24,8 +24,11 @@ namespace layerfs::kv {
 class FileIo;
 
 // FORMAT: the order and names of column families are persisted; append only.
-enum class Cf : uint8_t { kMeta = 0, kBlobs = 1, kTrees = 2, kCommits = 3, kIndex = 4, kWorkspace = 5 };
-constexpr int kNumCfs = 6;
+// kChunks (format 8) holds the chunk records of large files apart from the other content records
+// (docs/design.md, "Storage engine"); in a database made before it existed it has no storage of
+// its own and reads and writes of it land in kBlobs (Kv::Aliased).
+enum class Cf : uint8_t { kMeta = 0, kBlobs = 1, kTrees = 2, kCommits = 3, kIndex = 4, kWorkspace = 5, kChunks = 6 };
+constexpr int kNumCfs = 7;
 const char* CfName(Cf cf);
 
 class Batch {
@@ -130,6 +133,9 @@ class Kv {
   virtual Status Recover() { return Status::Ok(); }
   // Opened read-only: every write is EROFS.
   virtual bool read_only() const { return false; }
+  // True when `cf` has no storage of its own and is kept in kBlobs' (kChunks in a RocksDB
+  // database made before that family existed): its keys, scans and statistics are kBlobs'.
+  virtual bool Aliased(Cf) const { return false; }
 };
 
 class SpaceGuard;

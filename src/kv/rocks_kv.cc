@@ -48,7 +48,7 @@
 namespace layerfs::kv {
 
 const char* CfName(Cf cf) {
-  static const char* kNames[kNumCfs] = {"default", "blobs", "trees", "commits", "index", "workspace"};
+  static const char* kNames[kNumCfs] = {"default", "blobs", "trees", "commits", "index", "workspace", "chunks"};
   return kNames[static_cast<int>(cf)];
 }
 
@@ -226,6 +226,9 @@ class RocksKv : public Kv {
     std::vector<std::string> existing;
     (void)rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &existing);
     kv->legacy_ = std::find(existing.begin(), existing.end(), CfName(Cf::kTrees)) != existing.end();
+    // A database made now gets the chunks family; one made before keeps its chunks in blobs.
+    kv->chunks_ = !kv->legacy_ && (existing.empty() ||
+                                   std::find(existing.begin(), existing.end(), CfName(Cf::kChunks)) != existing.end());
     if (ro.read_only) LFS_TRY(kv->LockForReading());
     const auto before = ro.read_only ? std::set<std::string>() : kv->Files();
     rocksdb::Status rs;
@@ -403,6 +406,7 @@ class RocksKv : public Kv {
   Result<CfStats> Stats(Cf cf) override {
     auto d = Use();
     if (!d) return Unavailable();
+    if (Aliased(cf)) return CfStats{};  // its tables are kBlobs', counted there
     rocksdb::TablePropertiesCollection props;
     LFS_TRY(FromRocks(d->db->GetPropertiesOfAllTables(h(*d, cf), &props), "table properties"));
     CfStats st;
@@ -539,11 +543,13 @@ class RocksKv : public Kv {
     std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
     if (legacy_) {
       for (int i = 0; i < kNumCfs; i++)
-        cfs.emplace_back(CfName(static_cast<Cf>(i)), rocks::CfOptions(static_cast<Cf>(i), cache_));
+        if (static_cast<Cf>(i) != Cf::kChunks)
+          cfs.emplace_back(CfName(static_cast<Cf>(i)), rocks::CfOptions(static_cast<Cf>(i), cache_));
     } else {
       cfs.emplace_back(CfName(Cf::kMeta), rocks::CfOptions(Cf::kMeta, cache_));
       cfs.emplace_back(CfName(Cf::kBlobs), rocks::CfOptions(Cf::kBlobs, cache_));
       cfs.emplace_back(CfName(Cf::kWorkspace), rocks::CfOptions(Cf::kWorkspace, cache_));
+      if (chunks_) cfs.emplace_back(CfName(Cf::kChunks), rocks::CfOptions(Cf::kChunks, cache_));
     }
     // Flushes held (the flush gate) or a WAL of more than half a memtable to replay: the families'
     // flush size is raised, so recovery replays it into memtables without a flush in the middle
@@ -849,10 +855,12 @@ class RocksKv : public Kv {
     return FromRocks(it->status(), "scan");
   }
 
-  bool Prefixed(Cf cf) const { return !legacy_ && cf != Cf::kBlobs && cf != Cf::kWorkspace; }
+  bool Prefixed(Cf cf) const { return !legacy_ && cf != Cf::kBlobs && cf != Cf::kWorkspace && cf != Cf::kChunks; }
+  bool Aliased(Cf cf) const override { return cf == Cf::kChunks && !chunks_; }
   rocksdb::ColumnFamilyHandle* h(const Db& d, Cf cf) const {
+    if (Aliased(cf)) cf = Cf::kBlobs;
     if (legacy_) return d.handles[static_cast<int>(cf)];
-    return d.handles[cf == Cf::kBlobs ? 1 : cf == Cf::kWorkspace ? 2 : 0];
+    return d.handles[cf == Cf::kBlobs ? 1 : cf == Cf::kWorkspace ? 2 : cf == Cf::kChunks ? 3 : 0];
   }
   // The physical key of a logical one.
   std::string Key(Cf cf, std::string_view key) const {
@@ -872,6 +880,7 @@ class RocksKv : public Kv {
   std::shared_ptr<rocksdb::Cache> cache_;
   std::unique_ptr<rocksdb::Env> env_;  // the Store-mode file system (and the tests' faults); outlives db_
   bool legacy_ = false;
+  bool chunks_ = false;  // the database has the chunks family (else Cf::kChunks is kBlobs')
   bool paranoid_ = true;
   int lock_fd_ = -1;
   std::shared_ptr<Health> health_;

@@ -45,7 +45,7 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cac
   // CPU in a profile of a sequential write). Each table records its checksum type, so tables
   // written before stay readable.
   t.checksum = rocksdb::kXXH3;
-  bool history = cf == Cf::kBlobs || cf == Cf::kTrees || cf == Cf::kCommits || cf == Cf::kMeta;
+  bool history = cf == Cf::kBlobs || cf == Cf::kTrees || cf == Cf::kCommits || cf == Cf::kMeta || cf == Cf::kChunks;
   t.block_size = history ? 64 << 10 : 16 << 10;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   o.compression = rocksdb::kZSTD;
@@ -68,6 +68,23 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cac
     // data it was trained on. Reads are unchanged (one dictionary per table, cached with it).
     o.bottommost_compression_opts.max_dict_bytes = 112 << 10;
     o.bottommost_compression_opts.zstd_max_train_bytes = 16 << 20;
+  }
+  if (cf == Cf::kChunks) {
+    // Chunk records of large files: each is already our own zstd full or delta, or raw because
+    // a sample showed it does not compress. RocksDB's compression (level 19 at the bottom, a few
+    // MB/s on such bytes) only cost CPU here: committing a 256 MiB random file then writing into
+    // it kept two cores busy for ~19 s, and the writes took 7x longer (docs/design.md, "Storage
+    // engine"). No compression, no dictionary; 64 KiB blocks as the other history families.
+    o.compression = rocksdb::kNoCompression;
+    o.bottommost_compression = rocksdb::kDisableCompressionOption;
+    o.compression_opts = rocksdb::CompressionOptions();
+    o.bottommost_compression_opts = rocksdb::CompressionOptions();
+    o.compaction_style = rocksdb::kCompactionStyleUniversal;
+    o.compaction_options_universal.allow_trivial_move = false;
+    o.level0_file_num_compaction_trigger = 4;
+    o.write_buffer_size = 64 << 20;
+    o.target_file_size_base = 64 << 20;
+    return o;
   }
   if (cf == Cf::kWorkspace) {
     // Live file data: written often, folded into history and deleted at the next commit. Not

@@ -114,6 +114,7 @@ class ScratchKv : public Kv {
   Status Flush() override { return Status::Ok(); }
   Status SyncWal() override { return Status::Ok(); }
   Result<CfStats> Stats(Cf cf) override { return base_.Stats(cf); }
+  bool Aliased(Cf cf) const override { return base_.Aliased(cf); }
 
  private:
   std::pair<const Snapshot*, std::shared_ptr<const Changes>> View(const Snapshot* snap) {

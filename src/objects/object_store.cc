@@ -20,6 +20,8 @@ kv::Cf CfOf(Kind k) {
   return kv::Cf::kBlobs;
 }
 
+kv::Cf StorageCfOf(Kind k) { return k == Kind::kChunk ? kv::Cf::kChunks : CfOf(k); }
+
 const char* KindName(Kind k) {
   switch (k) {
     case Kind::kBlob: return "blob";
@@ -137,6 +139,21 @@ static std::string PendingRecord(Kind kind, std::string_view content, const std:
   return r;
 }
 
+// A blob and a chunk stand for each other (Compatible): a chunk may be a delta against a blob
+// (a file that grew past the chunking threshold) and either may be found as the other by
+// content id. With chunks in a family of their own (format 8), a record not in its kind's
+// family is looked for in the other content family.
+Result<std::optional<std::string>> ObjectStore::GetStored(Kind kind, const ObjectId& id, kv::Cf* where) {
+  kv::Cf cf = StorageCfOf(kind);
+  if (where) *where = cf;
+  LFS_ASSIGN(auto rec, kv_->Get(cf, id.AsKey()));
+  if (rec || (kind != Kind::kBlob && kind != Kind::kChunk) || kv_->Aliased(kv::Cf::kChunks)) return rec;
+  cf = kind == Kind::kChunk ? kv::Cf::kBlobs : kv::Cf::kChunks;
+  LFS_ASSIGN(rec, kv_->Get(cf, id.AsKey()));
+  if (rec && where) *where = cf;
+  return rec;
+}
+
 Result<std::optional<std::string>> ObjectStore::ReadRecord(Kind kind, const ObjectId& id, Txn* txn) {
   const std::string key = StagedKey(kind, id);
   if (txn) {
@@ -148,7 +165,7 @@ Result<std::optional<std::string>> ObjectStore::ReadRecord(Kind kind, const Obje
     auto it = shared_.records_.find(key);
     if (it != shared_.records_.end()) return std::optional<std::string>(it->second);
   }
-  LFS_ASSIGN(auto rec, kv_->Get(CfOf(kind), id.AsKey()));
+  LFS_ASSIGN(auto rec, GetStored(kind, id));
   if (rec || LocalOnly::active() || (txn && txn->dry_)) return rec;
   std::shared_ptr<ObjectSource> source;
   {
@@ -161,7 +178,7 @@ Result<std::optional<std::string>> ObjectStore::ReadRecord(Kind kind, const Obje
     if (s.code() == ENOENT) return rec;  // the source lacks it too: absent, as before
     return s;
   }
-  return kv_->Get(CfOf(kind), id.AsKey());
+  return GetStored(kind, id);
 }
 
 Result<std::optional<std::string>> ObjectStore::Record(Kind kind, const ObjectId& id, Txn* txn) {
@@ -169,7 +186,7 @@ Result<std::optional<std::string>> ObjectStore::Record(Kind kind, const ObjectId
 }
 
 void ObjectStore::StageRecord(Txn* txn, Kind kind, const ObjectId& id, std::string record) {
-  txn->batch_.Put(CfOf(kind), id.AsKey(), record);
+  txn->batch_.Put(StorageCfOf(kind), id.AsKey(), record);
   txn->records_[StagedKey(kind, id)] = std::move(record);
 }
 
@@ -447,7 +464,7 @@ Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
     size_t stored = record.size();
     bool flush = false;
     if (txn) {
-      txn->batch_.Put(CfOf(kind), id.AsKey(), record);
+      txn->batch_.Put(StorageCfOf(kind), id.AsKey(), record);
       txn->records_[StagedKey(kind, id)] = std::move(record);
       if (pending) {
         txn->queued_.emplace_back(kind, id);
@@ -462,7 +479,7 @@ Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
       // Another thread (a parallel import's worker) staged the same content since the read
       // above: it is stored once, and counted once.
       if (shared_.records_.count(StagedKey(kind, id))) return PutResult{id, false, 0};
-      shared_.batch_.Put(CfOf(kind), id.AsKey(), record);
+      shared_.batch_.Put(StorageCfOf(kind), id.AsKey(), record);
       shared_.records_[StagedKey(kind, id)] = std::move(record);
       flush = shared_.batch_.ApproximateBytes() > tuning_.flush_bytes;
     }
@@ -676,7 +693,8 @@ Status ObjectStore::FinalizeLocked(Kind kind, const ObjectId& id) {
 // Encodes (kind, id) if its stored record is pending and its hint is not; if the hint is still
 // pending, says so through `pending_hint` and changes nothing.
 Status ObjectStore::FinalizeOne(Kind kind, const ObjectId& id, std::optional<ObjectId>* pending_hint, bool use_hint) {
-  LFS_ASSIGN(auto rec, kv_->Get(CfOf(kind), id.AsKey()));
+  kv::Cf where;
+  LFS_ASSIGN(auto rec, GetStored(kind, id, &where));
   std::string_view payload;
   std::optional<RecordInfo> info;
   if (rec) {
@@ -691,7 +709,7 @@ Status ObjectStore::FinalizeOne(Kind kind, const ObjectId& id, std::optional<Obj
   std::optional<ObjectId> hint;
   if (use_hint && !info->hint.IsZero()) {
     hint = info->hint;
-    auto hi = kv_->Get(CfOf(kind), hint->AsKey());
+    auto hi = GetStored(kind, *hint);
     if (hi.ok() && *hi) {
       auto hinfo = ParseRecord(**hi);
       if (hinfo.ok() && hinfo->encoding == Encoding::kPending && Compatible(hinfo->kind, kind)) {
@@ -702,7 +720,7 @@ Status ObjectStore::FinalizeOne(Kind kind, const ObjectId& id, std::optional<Obj
   }
   LFS_ASSIGN(std::string record, ChooseEncoding(kind, payload, hint, nullptr, /*finalize_locked=*/true));
   kv::Batch b;
-  b.Put(CfOf(kind), id.AsKey(), record);
+  b.Put(where, id.AsKey(), record);  // replaced where it is
   return kv_->Write(b, false);
 }
 

@@ -45,7 +45,12 @@ namespace layerfs::objects {
 enum class Kind : uint8_t { kBlob = 1, kChunk = 2, kChunkList = 3, kTree = 4, kCommit = 5 };
 enum class Encoding : uint8_t { kRaw = 0, kZstd = 1, kDelta = 2, kPending = 3 };
 
+// The family a kind belongs to, as the formats name it (remote pack indexes, a record's base):
+// content (blob, chunk, chunk list), trees or commits.
 kv::Cf CfOf(Kind k);
+// Where a record of the kind is kept: CfOf's family, except chunks, kept in kv::Cf::kChunks
+// (which a Store made before format 8 aliases to kBlobs: kv::Kv::Aliased).
+kv::Cf StorageCfOf(Kind k);
 const char* KindName(Kind k);
 
 // The most decoded bytes an object of each kind may hold (docs/format.md, "Object records"):
@@ -203,6 +208,9 @@ class ObjectStore {
   uint32_t CapFor(Kind k) const;
 
  private:
+  // The stored record of (kind, id) in the Kv (a blob or chunk also in the other content family);
+  // `where` gets the family it was found in.
+  Result<std::optional<std::string>> GetStored(Kind kind, const ObjectId& id, kv::Cf* where = nullptr);
   Result<std::optional<std::string>> ReadRecord(Kind kind, const ObjectId& id, Txn* txn);
   Result<std::string> Decode(Kind kind, const ObjectId& id, uint32_t max_depth, Txn* txn, bool use_cache = true);
   int LevelFor(size_t input) const;

@@ -72,7 +72,7 @@ Status FetchObjects(Store& store, Remote& remote, ProgressMeter& meter, Transfer
       LFS_ASSIGN(auto index, remote.IndexOf(p));
       for (const auto& e : index.entries) {
         if (!seen.insert({e.cf(), e.id}).second) continue;
-        LFS_ASSIGN(auto have, store.kv().Get(e.cf(), e.id.AsKey()));
+        LFS_ASSIGN(auto have, store.objects().Record(e.kind, e.id));
         if (have) continue;
         needed.push_back({e, p.number, p.name});
       }

@@ -108,7 +108,7 @@ Status LazySource::FetchFrom(Remote& remote, Kind kind, const ObjectId& id) {
     chain.push_back(std::move(*loc));
     if (chain.back().entry.depth == 0) break;
     cur = chain.back().entry.base;
-    LFS_ASSIGN(auto have, store_.kv().Get(cf, cur.AsKey()));
+    LFS_ASSIGN(auto have, os.Record(kind, cur));
     if (have) break;
   }
   // The neighbours of zstd-framed records: the rest of their frame, read anyway.
@@ -121,7 +121,7 @@ Status LazySource::FetchFrom(Remote& remote, Kind kind, const ObjectId& id) {
       LFS_ASSIGN(auto frame, FrameEntries(remote, c));
       for (auto& e : frame) {
         if (!in.insert({static_cast<int>(e.cf()), e.id}).second) continue;
-        LFS_ASSIGN(auto have, store_.kv().Get(e.cf(), e.id.AsKey()));
+        LFS_ASSIGN(auto have, os.Record(e.kind, e.id));
         if (have) continue;
         wanted.push_back({std::move(e), c.pack_number, c.pack});
       }

@@ -4,6 +4,8 @@
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 
+#include <rocksdb/db.h>
+
 #include <filesystem>
 #include <set>
 
@@ -95,11 +97,11 @@ TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
            static_cast<uint32_t>(static_cast<uint8_t>((**cfg)[1])) << 8;
   };
   // Versions 3 to 5 hold data-log records without checksums: upgraded by rewriting the config.
-  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u}) {
+  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u}) {
     set_version(old);
     auto st = Store::OpenOnKv(kv_.get(), Policy{});
     ASSERT_TRUE(st.ok()) << st.status().ToString();
-    EXPECT_EQ(version(), 7u) << old;
+    EXPECT_EQ(version(), 8u) << old;
     store_ = std::move(*st);
     EXPECT_EQ(Cat(c, "f"), "hello");
     EXPECT_EQ(store_->PendingEncodings(), 0u) << old;  // an imported Store has nothing queued
@@ -108,14 +110,14 @@ TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
     EXPECT_TRUE(refs->empty()) << old;
     store_.reset();
   }
-  for (uint32_t bad : {0u, 8u, 99u}) {
+  for (uint32_t bad : {0u, 9u, 99u}) {
     set_version(bad);
     auto refused = Store::OpenOnKv(kv_.get(), Policy{});
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_EQ(refused.status().code(), EPROTO) << bad;
     EXPECT_EQ(version(), bad);
   }
-  set_version(7);
+  set_version(8);
 }
 
 TEST_F(StoreTest, CreateOpenOnDisk) {
@@ -495,6 +497,116 @@ TEST_F(StoreTest, DeleteBranchAndGc) {
   ObjectId fin = Import(src);
   EXPECT_EQ(Cat(fin, "evolving"), "final");
   EXPECT_EQ(Cat(fin, "shared"), shared);
+}
+
+// Drops the (empty) chunks family of a closed Store's database: what a Store made before format 8
+// looks like.
+void DropChunksFamily(const std::string& db_path) {
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), db_path, &names).ok());
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const auto& n : names) cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), db_path, cfs, &hs, &db).ok());
+  for (auto* h : hs) {
+    if (h->GetName() == "chunks") {
+      std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), h));
+      it->SeekToFirst();
+      EXPECT_FALSE(it->Valid()) << "the chunks family is not empty";
+      it.reset();
+      EXPECT_TRUE(db->DropColumnFamily(h).ok());
+    }
+    db->DestroyColumnFamilyHandle(h);
+  }
+  delete db;
+}
+
+// Chunks of large files live in a family of their own without RocksDB's compression (format 8);
+// a Store made before keeps them in blobs. Both hold, read, count, verify and gc them the same.
+TEST_F(StoreTest, ChunksLiveApartInNewStoresAndInBlobsInOlderOnes) {
+  for (bool older : {false, true}) {
+    SCOPED_TRACE(older ? "older Store" : "new Store");
+    TempDir dir;
+    const std::string path = dir / "store";
+    ASSERT_TRUE(Store::Create(path, Policy{}).ok());
+    if (older) DropChunksFamily(path + "/db");
+    auto st = Store::Open(path);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    Store& s = **st;
+    EXPECT_EQ(s.kv().Aliased(kv::Cf::kChunks), older);
+    std::string src = dir / "src";
+    fs::create_directories(src);
+    const std::string big1 = RandomBytes(5 << 20, 11), small = TextBytes(20000, 12);
+    WriteFile(src + "/big", big1);
+    WriteFile(src + "/small", small);
+    ImportOptions o;
+    auto c1 = s.Import(src, o);
+    ASSERT_TRUE(c1.ok()) << c1.status().ToString();
+    // A second version that shares most chunks, on a branch gc will drop.
+    ASSERT_TRUE(s.Fork("gone", "main").ok());
+    std::string big2 = big1;
+    big2.replace(3 << 20, 4096, RandomBytes(4096, 13));
+    WriteFile(src + "/big", big2);
+    o.branch = "gone";
+    auto c2 = s.Import(src, o);
+    ASSERT_TRUE(c2.ok()) << c2.status().ToString();
+    // Where the records are.
+    uint64_t chunks_in_blobs = 0, chunks_apart = 0, blobs = 0;
+    ASSERT_TRUE(s.kv().Scan(kv::Cf::kBlobs, "", "", [&](auto, auto v) {
+      auto info = objects::ParseRecord(v);
+      if (info.ok() && info->kind == objects::Kind::kChunk) chunks_in_blobs++;
+      if (info.ok() && info->kind == objects::Kind::kBlob) blobs++;
+      return true;
+    }).ok());
+    if (!older) {
+      ASSERT_TRUE(s.kv().Scan(kv::Cf::kChunks, "", "", [&](auto, auto v) {
+        auto info = objects::ParseRecord(v);
+        EXPECT_TRUE(info.ok() && info->kind == objects::Kind::kChunk);
+        chunks_apart++;
+        return true;
+      }).ok());
+    }
+    auto stats = s.Stats();
+    ASSERT_TRUE(stats.ok());
+    const uint64_t chunks = stats->objects["chunk"];
+    EXPECT_GE(chunks, 6u);  // 5 MiB in chunks of at most 1 MiB, plus the changed ones
+    EXPECT_EQ(older ? chunks_in_blobs : chunks_apart, chunks);
+    EXPECT_EQ(older ? 0u : chunks_in_blobs, 0u);
+    EXPECT_EQ(stats->objects["blob"], blobs);
+    // gc drops the second version's own chunks only; both versions read back before, the first after.
+    {
+      auto e2 = s.Lookup(*c2, "big");
+      ASSERT_TRUE(e2.ok());
+      auto d2 = s.ReadFile(*e2);
+      ASSERT_TRUE(d2.ok()) << d2.status().ToString();
+      EXPECT_TRUE(*d2 == big2);
+    }
+    ASSERT_TRUE(s.DeleteBranch("gone").ok());
+    auto gc = s.Gc();
+    ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+    EXPECT_GE(gc->objects_deleted, 3u);  // a commit, a tree, a chunk list, the changed chunk(s)
+    auto after = s.Stats();
+    ASSERT_TRUE(after.ok());
+    EXPECT_LT(after->objects["chunk"], chunks);
+    EXPECT_GE(after->objects["chunk"], 5u);
+    auto e = s.Lookup(*c1, "big");
+    ASSERT_TRUE(e.ok());
+    auto d = s.ReadFile(*e);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_TRUE(*d == big1);
+    auto v = s.Verify({});
+    ASSERT_TRUE(v.ok());
+    EXPECT_TRUE(v->ok()) << (v->problems.empty() ? "" : v->problems[0]);
+    st->reset();
+    // The layout stays what it was across a reopen.
+    auto again = Store::Open(path);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ((*again)->kv().Aliased(kv::Cf::kChunks), older);
+    auto e2 = (*again)->Lookup(*c1, "big");
+    ASSERT_TRUE(e2.ok());
+    EXPECT_TRUE(*(*again)->ReadFile(*e2) == big1);
+  }
 }
 
 TEST_F(StoreTest, GcKeepsForkedHistory) {

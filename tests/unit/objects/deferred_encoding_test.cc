@@ -233,7 +233,7 @@ TEST(DeferredEncoding, ALargeDeferredTxnIsWrittenEarly) {
   }
   // Most of it is in the Kv (and queued) before the owner writes anything.
   EXPECT_GE(os.QueuedCount(), 6u);
-  EXPECT_TRUE(kv->Get(kv::Cf::kBlobs, ids[0].AsKey())->has_value());
+  EXPECT_TRUE(kv->Get(kv::Cf::kChunks, ids[0].AsKey())->has_value());
   ASSERT_TRUE(WriteDeferred(os, *kv, &txn).ok());
   EXPECT_EQ(os.QueuedCount(), 10u);
   BackgroundEncoder enc(os);

@@ -99,6 +99,36 @@ TEST_F(ObjectStoreTest, Dedup) {
   EXPECT_EQ(*fresh->Get(Kind::kChunk, ch->id), c);
 }
 
+// Chunks are kept in their own family (kv::Cf::kChunks), blobs in theirs; a chunk may still be a
+// delta against a blob (a file that grew past the chunking threshold), read across the families.
+TEST_F(ObjectStoreTest, AChunkDeltasAgainstABlobInTheOtherFamily) {
+  auto os = Make();
+  std::string old = TextBytes(600000, 21);
+  auto b = os->Put(Kind::kBlob, old, std::nullopt);
+  ASSERT_TRUE(b.ok());
+  std::string grown = old + "appended";
+  auto c = os->Put(Kind::kChunk, grown, b->id);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(os->Flush().ok());
+  EXPECT_TRUE(kv_->Get(kv::Cf::kBlobs, b->id.AsKey())->has_value());
+  EXPECT_FALSE(kv_->Get(kv::Cf::kBlobs, c->id.AsKey())->has_value());
+  auto rec = kv_->Get(kv::Cf::kChunks, c->id.AsKey());
+  ASSERT_TRUE(rec.ok() && rec->has_value());
+  auto info = ParseRecord(**rec);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->encoding, Encoding::kDelta);  // against the blob: far smaller than a full copy
+  EXPECT_EQ(info->base, b->id);
+  EXPECT_LT(rec->value().size(), 1000u);
+  auto fresh = Make();
+  EXPECT_EQ(*fresh->Get(Kind::kChunk, c->id), grown);
+  EXPECT_EQ(*fresh->Get(Kind::kBlob, b->id), old);
+  // Found as the other kind too (dedup by content id across the families).
+  auto again = fresh->Put(Kind::kBlob, grown, std::nullopt);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->added);
+  EXPECT_EQ(*fresh->Get(Kind::kBlob, c->id), grown);
+}
+
 TEST_F(ObjectStoreTest, SameBytesAsTreeAndBlobWhilePending) {
   auto os = Make();
   std::string c = TextBytes(300, 5);
