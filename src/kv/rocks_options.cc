@@ -70,14 +70,17 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cac
     o.bottommost_compression_opts.zstd_max_train_bytes = 16 << 20;
   }
   if (cf == Cf::kChunks) {
-    // Chunk records of large files: each is already our own zstd full or delta, or raw because
-    // a sample showed it does not compress. RocksDB's compression (level 19 at the bottom, a few
-    // MB/s on such bytes) only cost CPU here: committing a 256 MiB random file then writing into
-    // it kept two cores busy for ~19 s, and the writes took 7x longer (docs/design.md, "Storage
-    // engine"). No compression, no dictionary; 64 KiB blocks as the other history families.
-    o.compression = rocksdb::kNoCompression;
-    o.bottommost_compression = rocksdb::kDisableCompressionOption;
+    // Chunk records of large files: a final one is already our own zstd full or delta, or raw
+    // because a sample showed it does not compress. RocksDB's level 9 and (at the bottom) 19
+    // only cost CPU on those: committing a 256 MiB random file then writing into it kept two
+    // cores busy for ~19 s, and the writes took 7x longer (docs/design.md, "Storage engine").
+    // zstd level 1 without a dictionary instead: it gives up on incompressible blocks at a few
+    // hundred MB/s, and still shrinks the raw pending records a commit writes (flushed before
+    // the encoder replaces them, they stay until compacted away).
+    o.compression = rocksdb::kZSTD;
     o.compression_opts = rocksdb::CompressionOptions();
+    o.compression_opts.level = 1;
+    o.bottommost_compression = rocksdb::kDisableCompressionOption;  // the same at the bottom
     o.bottommost_compression_opts = rocksdb::CompressionOptions();
     o.compaction_style = rocksdb::kCompactionStyleUniversal;
     o.compaction_options_universal.allow_trivial_move = false;
