@@ -82,12 +82,7 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cac
     o.compression_opts.level = 1;
     o.bottommost_compression = rocksdb::kDisableCompressionOption;  // the same at the bottom
     o.bottommost_compression_opts = rocksdb::CompressionOptions();
-    o.compaction_style = rocksdb::kCompactionStyleUniversal;
-    o.compaction_options_universal.allow_trivial_move = false;
-    o.level0_file_num_compaction_trigger = 4;
-    o.write_buffer_size = 64 << 20;
-    o.target_file_size_base = 64 << 20;
-    return o;
+    // Otherwise as the other history families (below).
   }
   if (cf == Cf::kWorkspace) {
     // Live file data: written often, folded into history and deleted at the next commit. Not
