@@ -26,7 +26,7 @@ namespace layerfs::history {
 // links. Older trees have none and are read as they are; the Store is upgraded by rewriting its
 // config. Older builds refuse a version-7 Store (they would misread the new entries).
 // 8: a Store created at version 8 keeps chunk records in a RocksDB column family of their own,
-// "chunks" (kv::Cf::kChunks, no compression; docs/design.md, "Storage engine"); one made before
+// "chunks" (kv::Cf::kChunks, zstd level 1 only; docs/design.md, "Storage engine"); one made before
 // keeps them in blobs (the family is never added to it: kv::Kv::Aliased) and is upgraded by
 // rewriting its config. Readers look for a blob or chunk in the other content family when it is
 // not in its own. Older builds cannot open a database that has the chunks family (RocksDB names
