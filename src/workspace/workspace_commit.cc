@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "history/keys.h"
+#include "history/similar_files.h"
 #include "objects/tree.h"
 #include "workspace/workspace.h"
 #include "workspace/workspace_impl.h"
@@ -36,9 +37,19 @@ Result<std::map<Ino, std::pair<ObjectId, bool>>> Workspace::Impl::StoreContents(
     auto read = [&](uint64_t off, size_t len) { return ReadRange(n, off, len, snap); };
     return history::WriteContentFrom(store_.objects(), n.size, read, n.has_origin ? &prev : nullptr, t);
   };
+  // Files without a previous version of their own (new paths, files replaced by a new inode)
+  // are stored after the others, one by one, each with a look-alike as its delta base.
+  std::vector<Inode> fresh;
+  std::erase_if(files, [&](Inode& n) {
+    if (n.has_origin || n.parents.empty()) return false;
+    fresh.push_back(std::move(n));
+    return true;
+  });
+  LFS_TRY(StoreFreshContents(std::move(fresh), snap, txn, &out));
   uint64_t total = 0;
   for (const auto& n : files) total += n.size;
   size_t workers = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), files.size());
+  if (files.empty()) return out;
   if (workers <= 1 || total < kParallelContentBytes) {
     for (const auto& n : files) {
       LFS_ASSIGN(auto c, store_one(n, txn));
@@ -75,6 +86,63 @@ Result<std::map<Ino, std::pair<ObjectId, bool>>> Workspace::Impl::StoreContents(
     for (const auto& [ino, c] : got[w]) out[ino] = {c.id, c.chunked};
   }
   return out;
+}
+
+Status Workspace::Impl::StoreFreshContents(std::vector<Inode> files, const kv::Snapshot* snap, objects::Txn* txn,
+                                           std::map<Ino, std::pair<ObjectId, bool>>* out) {
+  if (files.empty()) return Status::Ok();
+  // Each file's name in its (first) directory, and the directories' committed listings as the
+  // first candidates: a name the directory held before is the path's previous version.
+  history::SimilarFiles similar;
+  std::map<Ino, std::unordered_map<Ino, std::string>> names;  // dir -> (ino -> name)
+  for (const auto& n : files) names.try_emplace(n.parents[0]);
+  for (auto& [dir_ino, by_ino] : names) {
+    LFS_ASSIGN(auto entries, ListEntries(dir_ino, snap));
+    for (auto& [name, ref] : entries) by_ino.try_emplace(ref.first, std::move(name));
+    auto dir = Load(dir_ino, snap);
+    if (!dir.ok() || !dir->is_dir() || !dir->has_origin) continue;
+    LFS_ASSIGN(auto old, store_.ReadTree(dir->origin, txn));
+    for (const auto& e : old) similar.Add(dir_ino, e.name, e);
+  }
+  // In path order (directory, name), each file may take one stored before it as its base.
+  std::vector<std::pair<const std::string*, Inode*>> order;
+  static const std::string kUnnamed;
+  for (auto& n : files) {
+    const auto& by_ino = names[n.parents[0]];
+    auto it = by_ino.find(n.ino);
+    order.emplace_back(it == by_ino.end() ? &kUnnamed : &it->second, &n);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second->parents[0] != b.second->parents[0] ? a.second->parents[0] < b.second->parents[0]
+                                                        : *a.first < *b.first;
+  });
+  // Hops from each content stored here to a base from before this Commit: a deferred record's
+  // hint may be another pending record, finalized first, and those chains stay short.
+  constexpr uint32_t kMaxHops = 64;
+  std::unordered_map<ObjectId, uint32_t, ObjectIdHash> hops;
+  for (const auto& [name, n] : order) {
+    const Ino dir = n->parents[0];
+    auto base = similar.Find(dir, *name, n->size, n->size >= history::kChunkThreshold);
+    uint32_t hop = 0;
+    if (base) {
+      auto it = hops.find(base->id);
+      hop = it == hops.end() ? 0 : it->second + 1;
+      if (hop > kMaxHops) {
+        base.reset();
+        hop = 0;
+      }
+    }
+    auto read = [&](uint64_t off, size_t len) { return ReadRange(*n, off, len, snap); };
+    LFS_ASSIGN(auto c, history::WriteContentFrom(store_.objects(), n->size, read, base ? &*base : nullptr, txn));
+    (*out)[n->ino] = {c.id, c.chunked};
+    if (c.objects_added > 0 && !c.chunked) hops.try_emplace(c.id, hop);
+    TreeEntry stored;
+    stored.size = n->size;
+    stored.id = c.id;
+    stored.chunked = c.chunked;
+    similar.Add(dir, *name, stored);
+  }
+  return Status::Ok();
 }
 
 Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* snap,

@@ -115,6 +115,10 @@ class Workspace::Impl {
   static constexpr uint64_t kParallelContentBytes = 256 << 10;
   Result<std::map<Ino, std::pair<ObjectId, bool>>> StoreContents(std::vector<Inode> files,
                                                                  const kv::Snapshot* snap, objects::Txn* txn);
+  // The files of StoreContents without a previous version of their own (new paths, replaced
+  // inodes), one by one in path order, each against a look-alike (history::SimilarFiles).
+  Status StoreFreshContents(std::vector<Inode> files, const kv::Snapshot* snap, objects::Txn* txn,
+                            std::map<Ino, std::pair<ObjectId, bool>>* out);
 
   Store& store_;
   // On a read-only Store, the Workspace's records live in memory over the Store's (kv.h,

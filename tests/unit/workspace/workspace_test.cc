@@ -363,6 +363,90 @@ TEST_F(WorkspaceTest, InodeNumbersFollowTheCommitAndPristineForksAreReleased) {
   EXPECT_TRUE(kv_->Get(kv::Cf::kMeta, "ws/f2").value().has_value());
 }
 
+// A file without a previous version of its own (a new path, or a path whose file was replaced by
+// a new inode, as editors and `git checkout` do) is stored as a delta against a look-alike: the
+// path's previous version, a file of the same name (earlier in the same Commit too), or a
+// sibling with the same extension; unlike content stays whole. Every content reads back exactly,
+// whether encoded at the commit or by the background encoder.
+TEST_F(WorkspaceTest, FilesWithoutAVersionOfTheirOwnDeltaAgainstLookAlikes) {
+  auto text = [](uint32_t seed, size_t words) {
+    static const char* kWords[] = {"const", "rule", "node", "report", "context", "return", "function",
+                                   "value", "options", "schema", "message", "type", "fixer", "range"};
+    std::mt19937 rng(seed);
+    std::string s;
+    while (s.size() < words * 6) s += std::string(kWords[rng() % 14]) + (rng() % 7 ? " " : ";\n");
+    return s;
+  };
+  auto edit = [](std::string s, uint32_t seed) {
+    std::mt19937 rng(seed);
+    for (int i = 0; i < 3; i++) s.insert(rng() % s.size(), "/* changed " + std::to_string(rng()) + " */");
+    return s;
+  };
+  for (int mode : {0, 1}) {
+    SetUp();
+    if (mode == 1) store_->StartBackgroundEncoding();
+    const std::string rule_a = text(1, 4000), readme = text(2, 3000), pkg = text(3, 500);
+    Ino lib = ws_->Mkdir(kRootIno, "lib", 0755, {})->ino;
+    Ino docs = ws_->Mkdir(kRootIno, "docs", 0755, {})->ino;
+    Create(lib, "alpha.js", rule_a);
+    Create(docs, "README.md", readme);
+    auto c1 = ws_->Commit("one");
+    ASSERT_TRUE(c1.ok()) << c1.status().message();
+
+    // Replaced by a new inode at the same path; a new sibling; the same name twice in one Commit;
+    // and content like nothing stored.
+    const std::string readme2 = edit(readme, 4), rule_b = edit(rule_a, 5), pkg2 = edit(pkg, 6);
+    std::string noise(20000, '\0');
+    std::mt19937 rng(7);
+    for (auto& ch : noise) ch = static_cast<char>(rng());
+    ASSERT_TRUE(ws_->Unlink(docs, "README.md").ok());
+    Create(docs, "README.md", readme2);
+    Create(lib, "beta.js", rule_b);
+    Ino pkgs = ws_->Mkdir(kRootIno, "pkgs", 0755, {})->ino;
+    Ino x = ws_->Mkdir(pkgs, "x", 0755, {})->ino;
+    Ino y = ws_->Mkdir(pkgs, "y", 0755, {})->ino;
+    Create(x, "package.json", pkg);
+    Create(y, "package.json", pkg2);
+    Create(lib, "noise.bin", noise);
+    auto c2 = ws_->Commit("two");
+    ASSERT_TRUE(c2.ok()) << c2.status().message();
+    ASSERT_TRUE(store_->DrainEncoding().ok());
+
+    auto id_of = [&](const ObjectId& commit, const std::string& path) {
+      auto e = store_->Lookup(commit, path);
+      EXPECT_TRUE(e.ok()) << path;
+      return e.ok() ? e->id : ObjectId{};
+    };
+    auto expect_delta_on = [&](const std::string& path, const ObjectId& base) {
+      auto info = store_->objects().Info(objects::Kind::kBlob, id_of(*c2, path));
+      ASSERT_TRUE(info.ok()) << path;
+      EXPECT_EQ(info->encoding, objects::Encoding::kDelta) << path << " mode " << mode;
+      EXPECT_EQ(info->base, base) << path << " mode " << mode;
+      EXPECT_LT(info->stored_bytes, 1000u) << path;
+    };
+    expect_delta_on("docs/README.md", id_of(*c1, "docs/README.md"));
+    expect_delta_on("lib/beta.js", id_of(*c1, "lib/alpha.js"));
+    expect_delta_on("pkgs/y/package.json", id_of(*c2, "pkgs/x/package.json"));
+    auto first = store_->objects().Info(objects::Kind::kBlob, id_of(*c2, "pkgs/x/package.json"));
+    ASSERT_TRUE(first.ok());
+    EXPECT_NE(first->encoding, objects::Encoding::kDelta);
+    auto unlike = store_->objects().Info(objects::Kind::kBlob, id_of(*c2, "lib/noise.bin"));
+    ASSERT_TRUE(unlike.ok());
+    EXPECT_NE(unlike->encoding, objects::Encoding::kDelta);
+
+    EXPECT_EQ(Cat(*c2, "docs/README.md"), readme2);
+    EXPECT_EQ(Cat(*c2, "lib/alpha.js"), rule_a);
+    EXPECT_EQ(Cat(*c2, "lib/beta.js"), rule_b);
+    EXPECT_EQ(Cat(*c2, "pkgs/x/package.json"), pkg);
+    EXPECT_EQ(Cat(*c2, "pkgs/y/package.json"), pkg2);
+    EXPECT_EQ(Cat(*c2, "lib/noise.bin"), noise);
+    EXPECT_EQ(Cat(*c1, "docs/README.md"), readme);
+    auto v = store_->Verify({});
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_TRUE(v->ok()) << (v->problems.empty() ? "" : v->problems[0]);
+  }
+}
+
 // A random sequence of operations on the Workspace and on a std::map model of the tree (paths
 // to contents, "" for directories); every few operations a Commit, and every Commit is read
 // back in full against the model's snapshot at that point.
