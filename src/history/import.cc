@@ -29,6 +29,7 @@
 
 #include "base/coding.h"
 #include "history/file_content.h"
+#include "history/similar_files.h"
 #include "history/keys.h"
 #include "history/store_impl.h"
 #include "kv/kv.h"
@@ -119,6 +120,9 @@ struct FileJob {
   std::string name, abs;
   uint64_t size = 0;
   std::optional<TreeEntry> base;  // the delta base (previous version or a similar file)
+  FileJob* base_job = nullptr;    // ... or the file of an earlier job (waited for)
+  uint32_t hops = 0;              // jobs between this one and a base stored before the import
+  std::atomic<bool> done{false};
   Status status;
   ObjectId id;
   bool chunked = false;
@@ -265,6 +269,8 @@ class Importer {
       }
     }
     std::sort(names.begin(), names.end());
+    const uint64_t dir_key = ++dir_keys_;
+    bool old_listed = false;  // old_entries added to similar_ (on the first file that wants a base)
     std::vector<TreeEntry>& entries = node->entries;
     entries.reserve(names.size());
     for (const auto& name : names) {
@@ -301,7 +307,8 @@ class Importer {
       } else if (S_ISREG(sb.st_mode)) {
         e.type = EntryType::kFile;
         e.size = sb.st_size;
-        LFS_TRY(File(dir, name, child_abs, child_rel, sb, prev, &e, node));
+        LFS_TRY(File(dir, name, child_abs, child_rel, sb, prev, &e, node,
+                     {dir_key, &old_entries, &old_listed}));
       } else if (S_ISLNK(sb.st_mode)) {
         e.type = EntryType::kSymlink;
         std::string target(sb.st_size + 1, '\0');
@@ -344,8 +351,16 @@ class Importer {
     return put.id;
   }
 
+  // Where a file is, for SimilarFiles: its directory's key and previous listing.
+  struct Place {
+    uint64_t dir_key;
+    const std::vector<TreeEntry>* old_entries;
+    bool* old_listed;
+  };
+
   Status File(const std::shared_ptr<Fd>& dir, const std::string& name, const std::string& abs,
-              const std::string& rel, const struct stat& sb, const TreeEntry* prev, TreeEntry* e, DirNode* node) {
+              const std::string& rel, const struct stat& sb, const TreeEntry* prev, TreeEntry* e, DirNode* node,
+              Place place) {
     logical_ += sb.st_size;
     stats_.files++;
     meter_.state().objects = stats_.files;
@@ -377,6 +392,11 @@ class Importer {
         e->chunked = c.chunked;
         stats_.stat_hits++;
         done = true;
+        TreeEntry known;
+        known.size = static_cast<uint64_t>(sb.st_size);
+        known.id = c.id;
+        known.chunked = c.chunked;
+        AddCandidate(place.dir_key, name, known, nullptr);
       }
     }
     if (!done) {
@@ -385,8 +405,15 @@ class Importer {
       job->name = name;
       job->abs = abs;
       job->size = sb.st_size;
-      const TreeEntry* base = prev && prev->type == EntryType::kFile ? prev : SimilarFile(name, sb.st_size);
-      if (base) job->base = *base;
+      if (prev && prev->type == EntryType::kFile) {
+        job->base = *prev;
+      } else {
+        LookAlike(job, name, place);
+      }
+      TreeEntry known;
+      known.size = job->size;
+      known.chunked = job->size >= history::kChunkThreshold;
+      AddCandidate(place.dir_key, name, known, job);
       stats_.hashed++;
       node->jobs.back() = job;
     }
@@ -405,10 +432,31 @@ class Importer {
 
   // On a worker: reads the file and stores its content.
   void RunJob(FileJob& j) {
+    RunJobOnce(j);
+    {
+      std::lock_guard l(done_mu_);
+      j.done = true;
+    }
+    done_cv_.notify_all();
+  }
+
+  void RunJobOnce(FileJob& j) {
     if (failed_.load()) {
       j.status = Status::Errorf(ECANCELED, "import of {} cancelled", j.abs);
       j.dir.reset();
       return;
+    }
+    if (FileJob* b = j.base_job) {
+      // Submitted before this one and taken first (the pool is FIFO): running or done.
+      std::unique_lock l(done_mu_);
+      done_cv_.wait(l, [b] { return b->done.load(); });
+      if (b->status.ok() && !b->id.IsZero()) {
+        TreeEntry base;
+        base.size = b->size;
+        base.id = b->id;
+        base.chunked = b->chunked;
+        j.base = base;
+      }
     }
     j.status = [&]() -> Status {
       Fd fd(openat(j.dir->fd, j.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
@@ -448,12 +496,20 @@ class Importer {
     return groups_.try_emplace({sb.st_dev, sb.st_ino}, groups_.size() + 1).first->second;
   }
 
-  // A file of the previous tree with the same name elsewhere (a move or a copy): a delta base for
-  // a path that is new. Built on first need.
-  const TreeEntry* SimilarFile(const std::string& name, uint64_t size) {
-    if (!old_root_) return nullptr;
-    if (!basenames_) {
-      basenames_.emplace();
+  // A candidate delta base for the files walked after it: a stored file (`job` null) or the
+  // file an earlier job is storing.
+  void AddCandidate(uint64_t dir_key, const std::string& name, const TreeEntry& file, FileJob* job) {
+    if (file.size == 0 || (!job && file.id.IsZero())) return;
+    similar_.Add(dir_key, name, file.size, file.chunked, candidates_.size());
+    candidates_.push_back({file, job});
+  }
+
+  // A delta base for a file without a previous version at its path (history::SimilarFiles):
+  // a file of the same name in the previous tree (a move or a copy) or walked before it, or a
+  // sibling with the same extension. The previous tree is listed on first need.
+  void LookAlike(FileJob* job, const std::string& name, const Place& place) {
+    if (!old_listed_ && old_root_) {
+      old_listed_ = true;
       std::vector<ObjectId> stack{*old_root_};
       while (!stack.empty()) {
         ObjectId t = stack.back();
@@ -462,15 +518,26 @@ class Importer {
         if (!entries.ok()) continue;
         for (auto& e : *entries) {
           if (e.type == EntryType::kDir) stack.push_back(e.id);
-          else if (e.type == EntryType::kFile && !e.id.IsZero()) basenames_->emplace(e.name, e);
+          else if (e.type == EntryType::kFile) AddCandidate(0, e.name, e, nullptr);
         }
       }
     }
-    auto it = basenames_->find(name);
-    if (it == basenames_->end()) return nullptr;
-    uint64_t s = it->second.size;
-    if (s > 4 * size + 4096 || size > 4 * s + 4096) return nullptr;
-    return &it->second;
+    if (!*place.old_listed) {
+      *place.old_listed = true;
+      for (const auto& e : *place.old_entries)
+        if (e.type == EntryType::kFile) AddCandidate(place.dir_key, e.name, e, nullptr);
+    }
+    auto h = similar_.Find(place.dir_key, name, job->size, job->size >= history::kChunkThreshold);
+    if (!h) return;
+    const Candidate& c = candidates_[*h];
+    if (!c.job) {
+      job->base = c.file;
+      return;
+    }
+    // Chains of jobs waiting on jobs stay short (each waits for the one before).
+    if (c.job->hops >= kMaxHops) return;
+    job->base_job = c.job;
+    job->hops = c.job->hops + 1;
   }
 
   void Count(uint64_t objects, uint64_t bytes) {
@@ -492,7 +559,17 @@ class Importer {
   std::map<std::pair<dev_t, ino_t>, Link> links_;
   std::map<std::pair<dev_t, ino_t>, uint64_t> groups_;
   std::optional<ObjectId> old_root_;
-  std::optional<std::unordered_map<std::string, TreeEntry>> basenames_;
+  struct Candidate {
+    TreeEntry file;
+    FileJob* job;
+  };
+  static constexpr uint32_t kMaxHops = 64;
+  history::SimilarFiles similar_;
+  std::vector<Candidate> candidates_;
+  bool old_listed_ = false;
+  uint64_t dir_keys_ = 0;
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
   kv::Batch stat_batch_;
   uint64_t logical_ = 0, files_ = 0;
   ProgressMeter meter_{opts_.progress, "import"};

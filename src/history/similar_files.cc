@@ -13,52 +13,44 @@ std::string_view SimilarFiles::Extension(std::string_view name) {
   return name.substr(dot);
 }
 
-void SimilarFiles::Add(uint64_t dir, std::string_view name, const TreeEntry& file) {
-  if (file.type != EntryType::kFile || file.id.IsZero()) return;
-  Known k{file.size, file.id, file.chunked};
-  at_[{dir, std::string(name)}] = k;
-  if (file.chunked) return;
+void SimilarFiles::Add(uint64_t dir, std::string_view name, uint64_t size, bool chunked, uint64_t handle) {
+  if (size == 0) return;
+  Known k{size, chunked, handle};
+  if (dir != 0) at_[{dir, std::string(name)}] = k;
+  if (chunked) return;
   auto it = by_name_.find(name);
   if (it == by_name_.end()) it = by_name_.emplace(std::string(name), BySize{}).first;
-  it->second.emplace(k.size, k);
-  by_ext_[{dir, std::string(Extension(name))}].emplace(k.size, k);
+  it->second.emplace(size, k);
+  if (dir != 0) by_ext_[{dir, std::string(Extension(name))}].emplace(size, k);
 }
 
-std::optional<TreeEntry> SimilarFiles::Nearest(const BySize& among, uint64_t size) {
+std::optional<uint64_t> SimilarFiles::Nearest(const BySize& among, uint64_t size) {
   // The nearest size is one of the two neighbours of `size`; of those, a comparable one.
-  const Known* best = nullptr;
+  std::optional<uint64_t> best;
+  uint64_t best_gap = 0;
   auto consider = [&](BySize::const_iterator it) {
     if (it == among.end() || !Comparable(it->first, size)) return;
     uint64_t gap = it->first > size ? it->first - size : size - it->first;
-    uint64_t best_gap = best ? (best->size > size ? best->size - size : size - best->size) : 0;
-    if (!best || gap < best_gap) best = &it->second;
+    if (!best || gap < best_gap) {
+      best = it->second.handle;
+      best_gap = gap;
+    }
   };
   auto above = among.lower_bound(size);
   consider(above);
   if (above != among.begin()) consider(std::prev(above));
-  if (!best) return std::nullopt;
-  TreeEntry e;
-  e.size = best->size;
-  e.id = best->id;
-  e.chunked = false;
-  return e;
+  return best;
 }
 
-std::optional<TreeEntry> SimilarFiles::Find(uint64_t dir, std::string_view name, uint64_t size,
-                                            bool chunked) const {
+std::optional<uint64_t> SimilarFiles::Find(uint64_t dir, std::string_view name, uint64_t size, bool chunked) const {
   if (size == 0) return std::nullopt;
-  if (auto it = at_.find({dir, std::string(name)}); it != at_.end() && it->second.chunked == chunked) {
-    TreeEntry e;
-    e.size = it->second.size;
-    e.id = it->second.id;
-    e.chunked = it->second.chunked;
-    return e;
-  }
+  if (auto it = at_.find({dir, std::string(name)}); it != at_.end() && it->second.chunked == chunked)
+    return it->second.handle;
   if (chunked) return std::nullopt;
   if (auto it = by_name_.find(name); it != by_name_.end())
-    if (auto e = Nearest(it->second, size)) return e;
+    if (auto h = Nearest(it->second, size)) return h;
   if (auto it = by_ext_.find({dir, std::string(Extension(name))}); it != by_ext_.end())
-    if (auto e = Nearest(it->second, size)) return e;
+    if (auto h = Nearest(it->second, size)) return h;
   return std::nullopt;
 }
 

@@ -5,16 +5,18 @@
 // such files have a look-alike: the version the path held before the replacement, a file of
 // the same name elsewhere (another package's package.json, a moved or copied file), or a
 // sibling of the same kind (a new rule file among rule files). Measured on 157 releases of npm
-// eslint (docs/design.md, "Delta bases for new paths"): new paths were about two thirds of the
-// Store's payload, and one base chosen this way, from the directory's previous listing and the
-// files stored before it in the same Commit, made their records 13% smaller.
+// eslint (docs/design.md, "Delta bases for files without a version of their own"): such files
+// were about two thirds of the Store's payload, and one base chosen this way, from the
+// directory's previous listing and the files stored before it in the same Commit, made their
+// records 13% smaller.
 //
-// Candidates are added as they become known (the previous listing of a directory, then each
-// file the operation stores); Find picks, in order: the same name in the same directory (the
-// path's previous version); the nearest in size among files of the same name anywhere; the
-// nearest in size among files of the same directory with the same extension. Files of other
-// names are never paired when their sizes are more than 4x apart (plus 4 KiB). A chunked file only pairs with a chunked file of the
-// same path, a small one only with small ones. Not thread-safe.
+// Candidates are added as they become known (a directory's previous listing, then each file
+// the operation stores), each under a handle of the caller's (an index into its own table);
+// Find picks, in order: the same name in the same directory (the path's previous version);
+// the nearest in size among files of the same name anywhere; the nearest in size among files
+// of the same directory with the same extension. Files of other names never pair when their
+// sizes are more than 4x apart (plus 4 KiB). A chunked file pairs only with a chunked file of
+// the same path, a small one only with small ones. Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -24,18 +26,16 @@
 #include <string_view>
 #include <utility>
 
-#include "layerfs/store.h"
-
 namespace layerfs::history {
 
 class SimilarFiles {
  public:
-  // A stored file `name` of `size` bytes in the directory `dir` (any stable key: an inode
-  // number, a tree's position). Empty files and non-files are ignored.
-  void Add(uint64_t dir, std::string_view name, const TreeEntry& file);
-  // The delta base for a file `name` of `size` bytes (chunked when `chunked`) in `dir`, or
-  // nullopt. The entry returned carries the base's id, size and chunked flag.
-  std::optional<TreeEntry> Find(uint64_t dir, std::string_view name, uint64_t size, bool chunked) const;
+  // A file `name` of `size` bytes in the directory `dir` (any stable key: an inode number, a
+  // walk's directory count; 0 for "anywhere": found by name only). Empty files are ignored.
+  void Add(uint64_t dir, std::string_view name, uint64_t size, bool chunked, uint64_t handle);
+  // The handle of the delta base for a file `name` of `size` bytes (chunked when `chunked`) in
+  // `dir`, or nullopt.
+  std::optional<uint64_t> Find(uint64_t dir, std::string_view name, uint64_t size, bool chunked) const;
 
   // Whether sizes a and b are close enough for one to be the other's delta base.
   static bool Comparable(uint64_t a, uint64_t b);
@@ -43,16 +43,16 @@ class SimilarFiles {
  private:
   struct Known {
     uint64_t size;
-    ObjectId id;
     bool chunked;
+    uint64_t handle;
   };
-  static std::string_view Extension(std::string_view name);
   using BySize = std::multimap<uint64_t, Known>;
-  static std::optional<TreeEntry> Nearest(const BySize& among, uint64_t size);
+  static std::string_view Extension(std::string_view name);
+  static std::optional<uint64_t> Nearest(const BySize& among, uint64_t size);
 
-  std::map<std::pair<uint64_t, std::string>, Known> at_;           // (dir, name)
-  std::map<std::string, BySize, std::less<>> by_name_;             // small files by name
-  std::map<std::pair<uint64_t, std::string>, BySize> by_ext_;      // small files by (dir, extension)
+  std::map<std::pair<uint64_t, std::string>, Known> at_;       // (dir, name)
+  std::map<std::string, BySize, std::less<>> by_name_;         // small files by name
+  std::map<std::pair<uint64_t, std::string>, BySize> by_ext_;  // small files by (dir, extension)
 };
 
 }  // namespace layerfs::history

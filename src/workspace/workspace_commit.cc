@@ -94,6 +94,12 @@ Status Workspace::Impl::StoreFreshContents(std::vector<Inode> files, const kv::S
   // Each file's name in its (first) directory, and the directories' committed listings as the
   // first candidates: a name the directory held before is the path's previous version.
   history::SimilarFiles similar;
+  std::vector<TreeEntry> known;  // the candidates, by SimilarFiles handle
+  auto add = [&](Ino dir, const std::string& name, const TreeEntry& e) {
+    if (e.type != EntryType::kFile || e.id.IsZero()) return;
+    similar.Add(dir, name, e.size, e.chunked, known.size());
+    known.push_back(e);
+  };
   std::map<Ino, std::unordered_map<Ino, std::string>> names;  // dir -> (ino -> name)
   for (const auto& n : files) names.try_emplace(n.parents[0]);
   for (auto& [dir_ino, by_ino] : names) {
@@ -102,7 +108,7 @@ Status Workspace::Impl::StoreFreshContents(std::vector<Inode> files, const kv::S
     auto dir = Load(dir_ino, snap);
     if (!dir.ok() || !dir->is_dir() || !dir->has_origin) continue;
     LFS_ASSIGN(auto old, store_.ReadTree(dir->origin, txn));
-    for (const auto& e : old) similar.Add(dir_ino, e.name, e);
+    for (const auto& e : old) add(dir_ino, e.name, e);
   }
   // In path order (directory, name), each file may take one stored before it as its base.
   std::vector<std::pair<const std::string*, Inode*>> order;
@@ -122,7 +128,8 @@ Status Workspace::Impl::StoreFreshContents(std::vector<Inode> files, const kv::S
   std::unordered_map<ObjectId, uint32_t, ObjectIdHash> hops;
   for (const auto& [name, n] : order) {
     const Ino dir = n->parents[0];
-    auto base = similar.Find(dir, *name, n->size, n->size >= history::kChunkThreshold);
+    std::optional<TreeEntry> base;
+    if (auto h = similar.Find(dir, *name, n->size, n->size >= history::kChunkThreshold)) base = known[*h];
     uint32_t hop = 0;
     if (base) {
       auto it = hops.find(base->id);
@@ -140,7 +147,7 @@ Status Workspace::Impl::StoreFreshContents(std::vector<Inode> files, const kv::S
     stored.size = n->size;
     stored.id = c.id;
     stored.chunked = c.chunked;
-    similar.Add(dir, *name, stored);
+    add(dir, *name, stored);
   }
   return Status::Ok();
 }

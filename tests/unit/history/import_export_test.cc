@@ -6,6 +6,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -302,6 +303,63 @@ TEST_F(StoreTest, ExportOfEveryCommitAfterEdits) {
   // Deltas of the big file's chunks keep the Store far smaller than six copies.
   auto st = store_->Stats();
   EXPECT_LT(st->payload_bytes, 2 * big.size());
+}
+
+// An imported file without a previous version at its path deltas against a look-alike: a file
+// of the same name in the previous tree (a move), a sibling with the same extension, or a file
+// of the same name imported just before it (its job waited for); unlike content stays whole.
+TEST_F(StoreTest, ImportedNewPathsDeltaAgainstLookAlikes) {
+  auto edit = [](std::string s, int seed) {
+    for (int i = 0; i < 3; i++) s.insert((s.size() / 4) * (i + 1), "/* edit " + std::to_string(seed * 10 + i) + " */");
+    return s;
+  };
+  std::string src = tmp_ / "src";
+  fs::create_directories(src + "/lib");
+  fs::create_directories(src + "/docs");
+  const std::string alpha = TextBytes(30000, 1), readme = TextBytes(20000, 2), pkg = TextBytes(3000, 3);
+  WriteFile(src + "/lib/alpha.js", alpha);
+  WriteFile(src + "/docs/README.md", readme);
+  ObjectId c1 = Import(src);
+
+  fs::remove_all(src + "/docs");
+  fs::create_directories(src + "/guide");
+  std::map<std::string, std::string> files = {{"lib/alpha.js", alpha},
+                                              {"guide/README.md", edit(readme, 1)},
+                                              {"lib/beta.js", edit(alpha, 2)},
+                                              {"lib/noise.bin", RandomBytes(20000, 5)}};
+  for (int i = 0; i < 40; i++) files[fmt::format("pkgs/p{:02}/package.json", i)] = edit(pkg, 10 + i);
+  for (auto& [p, data] : files) {
+    fs::create_directories(fs::path(src + "/" + p).parent_path());
+    WriteFile(src + "/" + p, data);
+  }
+  ObjectId c2 = Import(src);
+
+  auto info = [&](const ObjectId& commit, const std::string& path) {
+    auto e = store_->Lookup(commit, path);
+    EXPECT_TRUE(e.ok()) << path;
+    auto i = store_->objects().Info(objects::Kind::kBlob, e.ok() ? e->id : ObjectId{});
+    EXPECT_TRUE(i.ok()) << path;
+    return i.ok() ? *i : objects::RecordInfo{};
+  };
+  auto id = [&](const ObjectId& commit, const std::string& path) { return store_->Lookup(commit, path)->id; };
+  auto moved = info(c2, "guide/README.md");
+  EXPECT_EQ(moved.encoding, objects::Encoding::kDelta);
+  EXPECT_EQ(moved.base, id(c1, "docs/README.md"));
+  auto sibling = info(c2, "lib/beta.js");
+  EXPECT_EQ(sibling.encoding, objects::Encoding::kDelta);
+  EXPECT_EQ(sibling.base, id(c1, "lib/alpha.js"));
+  EXPECT_NE(info(c2, "pkgs/p00/package.json").encoding, objects::Encoding::kDelta);
+  for (int i = 1; i < 40; i++) {
+    auto r = info(c2, fmt::format("pkgs/p{:02}/package.json", i));
+    EXPECT_EQ(r.encoding, objects::Encoding::kDelta) << i;
+    EXPECT_LT(r.stored_bytes, 500u) << i;
+  }
+  EXPECT_NE(info(c2, "lib/noise.bin").encoding, objects::Encoding::kDelta);
+  for (auto& [p, data] : files) EXPECT_EQ(Cat(c2, p), data) << p;
+  EXPECT_EQ(Cat(c1, "docs/README.md"), readme);
+  auto v = store_->Verify({});
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok()) << (v->problems.empty() ? "" : v->problems[0]);
 }
 
 std::vector<std::string> RegularFiles(const std::string& root) {

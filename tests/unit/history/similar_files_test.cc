@@ -6,24 +6,16 @@
 namespace layerfs::history {
 namespace {
 
-TreeEntry File(uint64_t size, uint8_t tag, bool chunked = false) {
-  TreeEntry e;
-  e.type = EntryType::kFile;
-  e.size = size;
-  e.chunked = chunked;
-  e.id.bytes[0] = tag;
-  return e;
-}
-
-uint8_t Tag(const std::optional<TreeEntry>& e) { return e ? e->id.bytes[0] : 0; }
+// Handles are the tags; 0 means none was found.
+uint64_t Tag(const std::optional<uint64_t>& h) { return h ? *h : 0; }
 
 TEST(SimilarFilesTest, PrefersThePathThenTheNameThenASiblingOfTheSameExtension) {
   SimilarFiles s;
-  s.Add(1, "index.js", File(1000, 1));      // dir 1's previous index.js
-  s.Add(2, "index.js", File(5000, 2));
-  s.Add(3, "index.js", File(1200, 3));
-  s.Add(3, "util.js", File(900, 4));
-  s.Add(3, "notes.md", File(950, 5));
+  s.Add(1, "index.js", 1000, false, 1);      // dir 1's previous index.js
+  s.Add(2, "index.js", 5000, false, 2);
+  s.Add(3, "index.js", 1200, false, 3);
+  s.Add(3, "util.js", 900, false, 4);
+  s.Add(3, "notes.md", 950, false, 5);
   // The path's previous version, whatever its size.
   EXPECT_EQ(Tag(s.Find(1, "index.js", 90000, false)), 1);
   // The same name elsewhere, nearest in size.
@@ -34,6 +26,11 @@ TEST(SimilarFilesTest, PrefersThePathThenTheNameThenASiblingOfTheSameExtension) 
   EXPECT_EQ(Tag(s.Find(3, "other.md", 1000, false)), 5);
   EXPECT_EQ(Tag(s.Find(3, "Makefile", 1000, false)), 0);
   EXPECT_EQ(Tag(s.Find(9, "rule.js", 1000, false)), 0);
+  // Directory 0 is "anywhere": found by name, never as a sibling.
+  s.Add(0, "moved.c", 500, false, 9);
+  EXPECT_EQ(Tag(s.Find(5, "moved.c", 520, false)), 9u);
+  EXPECT_EQ(Tag(s.Find(5, "other.c", 500, false)), 0u);
+  EXPECT_EQ(Tag(s.Find(0, "other.c", 500, false)), 0u);
   // Sizes far apart never pair (other names); empty files never ask.
   EXPECT_EQ(Tag(s.Find(4, "index.js", 100000, false)), 0);
   EXPECT_EQ(Tag(s.Find(1, "index.js", 0, false)), 0);
@@ -41,15 +38,15 @@ TEST(SimilarFilesTest, PrefersThePathThenTheNameThenASiblingOfTheSameExtension) 
 
 TEST(SimilarFilesTest, ChunkedFilesPairOnlyWithTheirPathsChunkedVersion) {
   SimilarFiles s;
-  s.Add(1, "big.bin", File(8 << 20, 1, true));
-  s.Add(1, "small.bin", File(100, 2));
+  s.Add(1, "big.bin", 8 << 20, true, 1);
+  s.Add(1, "small.bin", 100, false, 2);
   EXPECT_EQ(Tag(s.Find(1, "big.bin", 9 << 20, true)), 1);
   EXPECT_EQ(Tag(s.Find(2, "big.bin", 9 << 20, true)), 0);       // not by name elsewhere
   EXPECT_EQ(Tag(s.Find(1, "small.bin", 3 << 20, true)), 0);     // a chunked file, a small version
   EXPECT_EQ(Tag(s.Find(1, "big.bin", 8 << 20, false)), 0);      // a small file, a chunked version
   EXPECT_EQ(Tag(s.Find(2, "x.bin", 4 << 20, false)), 0);        // chunked files are not siblings
   // A later Add of the same path replaces the earlier.
-  s.Add(1, "small.bin", File(120, 3));
+  s.Add(1, "small.bin", 120, false, 3);
   EXPECT_EQ(Tag(s.Find(1, "small.bin", 110, false)), 3);
 }
 
