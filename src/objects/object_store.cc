@@ -323,9 +323,11 @@ Result<std::string> ObjectStore::Decode(Kind kind, const ObjectId& id, uint32_t 
 }
 
 // Level 19 is affordable on small inputs only; large ones (long files, whose fulls and deltas
-// dominate write time) get a mid level.
-int ObjectStore::LevelFor(size_t input) const {
-  return input < tuning_.small_below ? tuning_.small_level : tuning_.level;
+// dominate write time) get a mid level when a writer waits for them, and a higher one when the
+// background encoder finalizes a pending record (`background`: ChooseEncoding's finalize_locked).
+int ObjectStore::LevelFor(size_t input, bool background) const {
+  if (input < tuning_.small_below) return tuning_.small_level;
+  return background ? tuning_.background_level : tuning_.level;
 }
 
 namespace {
@@ -402,7 +404,7 @@ Result<std::string> ObjectStore::ChooseEncoding(Kind kind, std::string_view cont
   for (const auto& [bid, bdepth] : candidates) {
     auto base_content = Get(kind, bid, txn);
     if (!base_content.ok()) continue;
-    int level = LevelFor(base_content->size() + content.size());
+    int level = LevelFor(base_content->size() + content.size(), finalize_locked);
     LFS_ASSIGN(std::string delta, codec::EncodeDelta(*base_content, content, level));
     std::string rec = RecordHeader(kind, Encoding::kDelta, bdepth + 1, content.size(), &bid);
     double cost = static_cast<double>(rec.size() + delta.size()) / (cap - bdepth);

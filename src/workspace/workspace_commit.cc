@@ -126,7 +126,9 @@ Status Workspace::Impl::StoreFreshContents(std::vector<Inode> files, const kv::S
   // hint may be another pending record, finalized first, and those chains stay short.
   constexpr uint32_t kMaxHops = 64;
   std::unordered_map<ObjectId, uint32_t, ObjectIdHash> hops;
-  for (const auto& [name, n] : order) {
+  for (const auto& entry : order) {
+    const std::string* name = entry.first;
+    const Inode* n = entry.second;  // not a structured binding: lambdas below capture it
     const Ino dir = n->parents[0];
     std::optional<TreeEntry> base;
     if (auto h = similar.Find(dir, *name, n->size, n->size >= history::kChunkThreshold)) base = known[*h];
