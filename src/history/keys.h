@@ -31,7 +31,11 @@ namespace layerfs::history {
 // rewriting its config. Readers look for a blob or chunk in the other content family when it is
 // not in its own. Older builds cannot open a database that has the chunks family (RocksDB names
 // it) and refuse a version-8 Store.
-constexpr uint32_t kFormatVersion = 8;
+// 9: a Workspace's partial write into a block of committed bytes is a Q record, the patch over
+// those bytes, instead of a copy of the block read out of history (docs/format.md, "Workspace
+// records"). Stores are upgraded by rewriting their config; older builds refuse a version-9
+// Store (they would read the committed bytes without the patches).
+constexpr uint32_t kFormatVersion = 9;
 constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr std::string_view kConfigKey = "config";
 inline constexpr std::string_view kRefPrefix = "ref/";     // + branch name -> 16-byte commit id

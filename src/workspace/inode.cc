@@ -64,7 +64,8 @@ static bool GetTime(base::Reader& r, timespec* t) {
 
 // FORMAT (inode, version 1): u8 version, u8 type, varint perm, uid, gid, nlink, size, rdev,
 //   atime, mtime, ctime (svarint sec, varint nsec), u8 flags (1 materialized, 2 has_blocks,
-//   4 has_origin, 8 origin_chunked, 16 has_refs, 32 counter_numbered, 64 count_known), [16-byte origin],
+//   4 has_origin, 8 origin_chunked, 16 has_refs, 32 counter_numbered, 64 count_known,
+//   128 has_overlays), [16-byte origin],
 //   varint valid_len, origin_size, bytes target,
 //   varint xattr count, (bytes, bytes)*, varint parent count, varint parents.
 std::string EncodeInode(const Inode& n) {
@@ -78,7 +79,7 @@ std::string EncodeInode(const Inode& n) {
   PutTime(&s, n.ctime);
   uint8_t flags = (n.materialized ? 1 : 0) | (n.has_blocks ? 2 : 0) | (n.has_origin ? 4 : 0) |
                   (n.origin_chunked ? 8 : 0) | (n.has_refs ? 16 : 0) |
-                  (n.counter_numbered ? 32 : 0) | (n.count_known ? 64 : 0);
+                  (n.counter_numbered ? 32 : 0) | (n.count_known ? 64 : 0) | (n.has_overlays ? 128 : 0);
   base::PutU8(&s, flags);
   if (n.has_origin) s.append(n.origin.AsKey());
   base::PutVarint(&s, n.valid_len);
@@ -117,6 +118,7 @@ Result<Inode> DecodeInode(Ino ino, std::string_view v) {
   n.has_refs = flags & 16;
   n.counter_numbered = flags & 32;
   n.count_known = flags & 64;
+  n.has_overlays = flags & 128;
   if (n.has_origin) {
     std::string_view id;
     if (!r.Raw(ObjectId::kSize, &id)) return Status::Corrupt(fmt::format("inode {}: damaged record", ino));

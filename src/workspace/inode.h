@@ -23,6 +23,7 @@ constexpr char kTagOrphan = 'O';  // prefix|O|ino -> "" (unlinked, awaiting forg
 constexpr char kTagLink = 'L';    // prefix|L|link group -> varint ino (hard links of the base)
 constexpr char kTagRef = 'R';     // prefix|R|ino|block -> block in the data log (DataRef + patches)
 constexpr char kTagMerge = 'M';   // prefix|M -> the merge in progress (docs/format.md)
+constexpr char kTagOverlay = 'Q'; // prefix|Q|ino|block -> patches over the committed bytes (format 9)
 
 struct Inode {
   Ino ino = 0;
@@ -34,6 +35,8 @@ struct Inode {
   bool materialized = false;  // dirs: entries are records, not the origin tree
   bool has_blocks = false;    // files: some data lives in blocks
   bool has_refs = false;      // files: some of those blocks are in the data log (R records)
+  // Files: some of those blocks are Q records, patches over the committed bytes (format 9).
+  bool has_overlays = false;
   bool has_origin = false;
   bool origin_chunked = false;
   // Dirs: the origin tree is not the base Commit's subtree at this place (a merge put it here),
@@ -88,6 +91,14 @@ class Keys {
   }
   std::string RefsEnd(Ino ino) const { return Tagged(kTagRef, ino + 1); }
   std::string RefPrefix() const { return prefix_ + kTagRef; }
+  // A block of committed bytes (origin below valid_len, zeros past it) under patches written
+  // without reading it; a block has at most one of B, R and Q records, and Q only below valid_len.
+  std::string Overlay(Ino ino, uint64_t block) const {
+    std::string k = Tagged(kTagOverlay, ino);
+    base::PutBigEndian64(&k, block);
+    return k;
+  }
+  std::string OverlaysEnd(Ino ino) const { return Tagged(kTagOverlay, ino + 1); }
   // Blocks as older builds filed them: prefix|I|ino|block.
   static constexpr size_t kLegacyBlockKeySize = 8 + 1 + 8 + 8;
   std::string EntryPrefix(Ino dir) const { return Tagged(kTagEntry, dir); }

@@ -405,6 +405,21 @@ Status Workspace::Impl::MaterializeRef(std::string_view rec, std::string* out) {
   return Status::Ok();
 }
 
+Status Workspace::Impl::MaterializeOverlay(const Inode& n, uint64_t blk, std::string_view rec, std::string* out) {
+  const uint64_t bstart = blk * kBlockSize;
+  out->clear();
+  if (n.has_origin && bstart < n.valid_len) {
+    LFS_ASSIGN(*out, ReadOrigin(n, bstart, std::min<uint64_t>(kBlockSize, n.valid_len - bstart)));
+  }
+  base::Reader r(rec);
+  while (!r.AtEnd()) {
+    std::string_view patch;
+    if (!r.Bytes(&patch) || !kv::ApplyPatch(patch, out) || out->size() > kBlockSize)
+      return Status::Corrupt("workspace: damaged overlay record");
+  }
+  return Status::Ok();
+}
+
 Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uint64_t len,
                                                const kv::Snapshot* snap) {
   if (off >= n.size) return std::string();
@@ -464,6 +479,33 @@ Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uin
       if (bs < be) std::copy(o.begin() + (bs - off), o.begin() + (be - off), out.begin() + (bs - off));
     }
   }
+  if (n.has_overlays) {
+    // Q records: their patches over the committed bytes just copied (or the zeros past them),
+    // each clipped to the range.
+    Status err;
+    LFS_TRY(kv_.ScanOnce(kv::Cf::kWorkspace, keys_.Overlay(n.ino, first), keys_.Overlay(n.ino, last + 1),
+                         [&](auto k, auto v) {
+                           const uint64_t bstart = base::GetBigEndian64(k.data() + k.size() - 8) * kBlockSize;
+                           base::Reader r(v);
+                           while (!r.AtEnd()) {
+                             std::string_view patch;
+                             uint32_t at = 0;
+                             if (r.Bytes(&patch) && patch.size() >= 4)
+                               for (int i = 0; i < 4; i++) at |= uint32_t(static_cast<uint8_t>(patch[i])) << (8 * i);
+                             if (patch.size() < 4 || uint64_t{at} + patch.size() - 4 > kBlockSize) {
+                               err = Status::Corrupt("workspace: damaged overlay record");
+                               return false;
+                             }
+                             const uint64_t ps = bstart + at, pe = ps + patch.size() - 4;
+                             const uint64_t from = std::max(ps, off), to = std::min(pe, off + len);
+                             if (from < to)
+                               std::copy(patch.begin() + 4 + (from - ps), patch.begin() + 4 + (to - ps),
+                                         out.begin() + (from - off));
+                           }
+                           return true;
+                         }, snap));
+    LFS_TRY(err);
+  }
   return out;
 }
 
@@ -471,7 +513,7 @@ Status Workspace::Impl::Truncate(kv::Batch* b, Inode* n, uint64_t size) {
   if (size < n->size) {
     uint64_t keep_blocks = (size + kBlockSize - 1) / kBlockSize;
     if (n->has_blocks) {
-      DeleteBlocks(b, n->ino, keep_blocks, n->size, n->has_refs);
+      DeleteBlocks(b, *n, keep_blocks, n->size);
       if (size % kBlockSize) {
         uint64_t blk = size / kBlockSize;
         LFS_ASSIGN(auto v, kv_.Get(kv::Cf::kWorkspace, keys_.Block(n->ino, blk)));
@@ -487,6 +529,17 @@ Status Workspace::Impl::Truncate(kv::Batch* b, Inode* n, uint64_t size) {
             from_log = true;
           }
         }
+        if (!v && n->has_overlays) {
+          // Likewise a block of patches over committed bytes: below the new end valid_len
+          // moves, so it becomes the B record of its bytes.
+          LFS_ASSIGN(auto rec, kv_.Get(kv::Cf::kWorkspace, keys_.Overlay(n->ino, blk)));
+          if (rec) {
+            v.emplace();
+            LFS_TRY(MaterializeOverlay(*n, blk, *rec, &*v));
+            b->Delete(kv::Cf::kWorkspace, keys_.Overlay(n->ino, blk));
+            from_log = true;
+          }
+        }
         if (v && (from_log || v->size() > size % kBlockSize)) {
           if (v->size() > size % kBlockSize) v->resize(size % kBlockSize);
           b->Put(kv::Cf::kWorkspace, keys_.Block(n->ino, blk), *v);
@@ -499,7 +552,9 @@ Status Workspace::Impl::Truncate(kv::Batch* b, Inode* n, uint64_t size) {
   return Status::Ok();
 }
 
-void Workspace::Impl::DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64_t size, bool refs) {
+void Workspace::Impl::DeleteBlocks(kv::Batch* b, const Inode& n, uint64_t first, uint64_t size) {
+  const Ino ino = n.ino;
+  const bool refs = n.has_refs, overlays = n.has_overlays;
   // Point deletes for the usual few blocks: every range tombstone stays in the memtable and is
   // consulted by every later read, so removing a tree of small files one range at a time is
   // quadratic. A range deletion only for large files.
@@ -509,10 +564,12 @@ void Workspace::Impl::DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64
     for (uint64_t blk = first; blk < end; blk++) {
       b->Delete(kv::Cf::kWorkspace, keys_.Block(ino, blk));
       if (refs) b->Delete(kv::Cf::kWorkspace, keys_.Ref(ino, blk));
+      if (overlays) b->Delete(kv::Cf::kWorkspace, keys_.Overlay(ino, blk));
     }
   } else {
     b->DeleteRange(kv::Cf::kWorkspace, keys_.Block(ino, first), keys_.BlocksEnd(ino));
     if (refs) b->DeleteRange(kv::Cf::kWorkspace, keys_.Ref(ino, first), keys_.RefsEnd(ino));
+    if (overlays) b->DeleteRange(kv::Cf::kWorkspace, keys_.Overlay(ino, first), keys_.OverlaysEnd(ino));
   }
   if (refs) log_.RequestCollect();
 }
@@ -520,7 +577,7 @@ void Workspace::Impl::DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64
 void Workspace::Impl::DeleteInode(kv::Batch* b, const Inode& n) {
   Ino ino = n.ino;
   b->Delete(kv::Cf::kWorkspace, keys_.Inode(ino));
-  if (n.has_blocks) DeleteBlocks(b, ino, 0, n.size, n.has_refs);
+  if (n.has_blocks) DeleteBlocks(b, n, 0, n.size);
   b->Delete(kv::Cf::kWorkspace, keys_.Dirty(ino));
   b->Delete(kv::Cf::kWorkspace, keys_.Orphan(ino));
   Unmark(ino);
@@ -790,6 +847,7 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
       b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Inode(ino), impl->keys_.InodeEnd(ino));
       b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Block(ino, 0), impl->keys_.BlocksEnd(ino));
       b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Ref(ino, 0), impl->keys_.RefsEnd(ino));
+      b.DeleteRange(kv::Cf::kWorkspace, impl->keys_.Overlay(ino, 0), impl->keys_.OverlaysEnd(ino));
       b.Delete(kv::Cf::kWorkspace, impl->keys_.Dirty(ino));
       b.Delete(kv::Cf::kWorkspace, k);
       return true;
@@ -1294,12 +1352,13 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
   LFS_TRY(Unpristine());
   kv::Batch b;
   const uint64_t end = off + data.size(), old_size = n.size;
-  const bool had_blocks = n.has_blocks;
+  const bool had_blocks = n.has_blocks, had_overlays = n.has_overlays;
   auto put_ref = [&](uint64_t blk, const kv::DataRef& ref) {
     std::string v;
     ref.EncodeTo(&v);
     b.Put(kv::Cf::kWorkspace, keys_.Ref(ino, blk), v);
     if (had_blocks && blk * kBlockSize < old_size) b.Delete(kv::Cf::kWorkspace, keys_.Block(ino, blk));
+    if (had_overlays && blk * kBlockSize < old_size) b.Delete(kv::Cf::kWorkspace, keys_.Overlay(ino, blk));
     n.has_refs = true;
   };
   uint64_t blk = off / kBlockSize;
@@ -1340,7 +1399,9 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
     }
     // A partial block. Where the committed content does not reach (no origin, or at or past
     // valid_len) an absent block reads as zeros, so the write is a blind patch: no read. Below
-    // valid_len a stored block is patched too; an absent one is first copied from the origin.
+    // valid_len a stored block is patched too; an absent one gets a Q record, the patch over the
+    // committed bytes, again without reading them (folded into a B record of the block's bytes
+    // once its patches grow past kMaxRefPatchBytes).
     const std::string key = keys_.Block(ino, blk);
     const bool zeros_if_absent = !n.has_origin || bstart >= n.valid_len;
     bool present = false;
@@ -1350,11 +1411,27 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
     }
     if (zeros_if_absent || present) {
       b.Patch(kv::Cf::kWorkspace, key, static_cast<uint32_t>(from - bstart), piece);
+      blk++;
+      continue;
+    }
+    const std::string okey = keys_.Overlay(ino, blk);
+    std::optional<std::string> rec;
+    if (may_exist && had_overlays) {
+      LFS_ASSIGN(auto got, kv_.Get(kv::Cf::kWorkspace, okey));
+      rec = std::move(got);
+    }
+    if (!rec) rec.emplace();
+    if (rec->size() + piece.size() <= kMaxRefPatchBytes) {
+      base::PutBytes(&*rec, kv::EncodePatch(static_cast<uint32_t>(from - bstart), piece));
+      b.Put(kv::Cf::kWorkspace, okey, *rec);
+      n.has_overlays = true;
     } else {
-      LFS_ASSIGN(std::string block, ReadRange(n, bstart, std::min<uint64_t>(kBlockSize, n.size - bstart)));
+      std::string block;
+      LFS_TRY(MaterializeOverlay(n, blk, *rec, &block));
       if (block.size() < to - bstart) block.resize(to - bstart, '\0');
       std::copy(piece.begin(), piece.end(), block.begin() + (from - bstart));
       b.Put(kv::Cf::kWorkspace, key, block);
+      b.Delete(kv::Cf::kWorkspace, okey);
     }
     blk++;
   }

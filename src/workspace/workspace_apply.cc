@@ -278,8 +278,8 @@ void Applier::Update(Inode* n, const TreeEntry& e) {
   n->mtime = {e.mtime_sec, static_cast<long>(e.mtime_nsec)};
   n->ctime = now_;
   if (e.type == EntryType::kFile) {
-    if (n->has_blocks) im_->DeleteBlocks(&b_, n->ino, 0, n->size, n->has_refs);
-    n->has_blocks = n->has_refs = false;
+    if (n->has_blocks) im_->DeleteBlocks(&b_, *n, 0, n->size);
+    n->has_blocks = n->has_refs = n->has_overlays = false;
     n->size = e.size;
     n->has_origin = !e.id.IsZero();
     n->origin = e.id;

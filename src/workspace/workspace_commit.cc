@@ -372,8 +372,8 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::
       cur->origin_chunked = origin.second;
       cur->valid_len = cur->origin_size = cur->size;
       if (cur->has_blocks)
-        im->DeleteBlocks(&extra, ino, 0, cur->size, cur->has_refs);
-      cur->has_blocks = cur->has_refs = false;
+        im->DeleteBlocks(&extra, *cur, 0, cur->size);
+      cur->has_blocks = cur->has_refs = cur->has_overlays = false;
       im->Put(&extra, *cur);
       if (mark) extra.Delete(kv::Cf::kWorkspace, im->keys_.Dirty(ino));
     }

@@ -81,11 +81,15 @@ class Workspace::Impl {
   // Drops one link of `child` from `dir` (entry already removed by the caller).
   Status DropLink(kv::Batch* b, Inode* child, Ino dir);
   void DeleteInode(kv::Batch* b, const Inode& n);
-  // Deletes blocks [first, end of a file of `size` bytes); `refs`: the data-log records too.
-  void DeleteBlocks(kv::Batch* b, Ino ino, uint64_t first, uint64_t size, bool refs);
+  // Deletes n's blocks [first, end of a file of `size` bytes): B records, and R and Q records
+  // where n has them.
+  void DeleteBlocks(kv::Batch* b, const Inode& n, uint64_t first, uint64_t size);
   // An R record's block bytes: the data-log bytes with the record's patches applied.
   // REQUIRES: a data-log pin held since the record was read.
   Status MaterializeRef(std::string_view rec, std::string* out);
+  // A Q record's block bytes: n's committed bytes of block `blk` (origin below valid_len) with
+  // the record's patches applied.
+  Status MaterializeOverlay(const Inode& n, uint64_t blk, std::string_view rec, std::string* out);
   // Frees data-log segments nobody refers to, if a segment filled or files in the log went.
   // REQUIRES: neither mu_ nor a data-log pin held.
   void CollectIfWanted();

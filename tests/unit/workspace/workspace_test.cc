@@ -952,6 +952,63 @@ TEST_F(WorkspaceDataLog, SeekDataAndHoleSeeLogBlocks) {
   EXPECT_EQ(ws_->Lseek(f, 6 * kBlockSize, SEEK_DATA).status().code(), ENXIO);
 }
 
+// A partial write into a block of committed bytes is a Q record, the patch over those bytes,
+// not a copy of the block read out of history: many small writes over a committed (chunked)
+// file leave Q records and no B records until one block's patches pass 16 KiB and fold into a
+// B record. Reads (whole and unaligned), a truncate through a patched block and growing past it
+// again, a whole block written over one, a reopen, a commit and an unlink all keep the bytes
+// exact, and the commit and the unlink leave no Q record behind.
+TEST_F(WorkspaceDataLog, PartialWritesOverCommittedBytesArePatchesNotCopies) {
+  Ino f = ws_->Mknod(kRootIno, "big", S_IFREG | 0644, 0, {})->ino;
+  Write(f, 0, layerfs::testing::RandomBytes((3 << 20) + 5000, 11));  // chunked when committed
+  auto c1 = ws_->Commit("base");
+  ASSERT_TRUE(c1.ok()) << c1.status().message();
+  ReopenStore();  // committed content only, nothing of it in the Workspace
+  ASSERT_EQ(Records(kTagBlock) + Records(kTagRef) + Records(kTagOverlay), 0u);
+  std::mt19937 rng(5);
+  std::set<uint64_t> touched;
+  for (int i = 0; i < 300; i++) {
+    const uint64_t off = rng() % (model_.size() - 8);
+    Write(f, off, "w" + std::to_string(i));
+    touched.insert(off / kBlockSize);
+    touched.insert((off + 4) / kBlockSize);
+  }
+  Write(f, 2 * kBlockSize - 2, "across");  // one write, two blocks
+  touched.insert(1);
+  touched.insert(2);
+  EXPECT_EQ(Records(kTagBlock), 0u);  // nothing copied out of history
+  EXPECT_EQ(Records(kTagOverlay), touched.size());
+  ExpectReads(f);
+  for (int i = 0; i < 40; i++) Write(f, 7 * kBlockSize + 1000 * i + 3, layerfs::testing::RandomBytes(700, 100 + i));
+  EXPECT_EQ(Records(kTagBlock), 1u);  // folded: more than 16 KiB of patches
+  ExpectReads(f);
+  Write(f, 9 * kBlockSize, layerfs::testing::RandomBytes(kBlockSize, 12));  // a whole block over a patched one
+  Write(f, 20 * kBlockSize + 100, "x");
+  const uint64_t cut = 20 * kBlockSize + 50;  // inside the patched block 20, before its patch
+  ASSERT_TRUE(ws_->SetAttr(f, {.size = cut}).ok());
+  model_.resize(cut);
+  Write(f, 21 * kBlockSize, "past the cut");  // the cut block's tail reads as zeros
+  ExpectReads(f);
+  ReopenStore();
+  ExpectReads(f);
+  auto c2 = ws_->Commit("edits");
+  ASSERT_TRUE(c2.ok()) << c2.status().message();
+  auto e = store_->Lookup(*c2, "big");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(*store_->ReadFile(*e), model_);
+  EXPECT_EQ(Records(kTagOverlay), 0u);
+  ExpectReads(f);
+  // Patches again, then the file goes: its Q records go with it.
+  Write(f, 12345, "again");
+  EXPECT_EQ(Records(kTagOverlay), 1u);
+  ASSERT_TRUE(ws_->Unlink(kRootIno, "big").ok());
+  ws_->Forget(f);
+  EXPECT_EQ(Records(kTagOverlay), 0u);
+  auto rep = store_->Verify({});
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_TRUE(rep->ok()) << rep->problems[0];
+}
+
 // An unlinked file's blocks in the log are freed once the inode is forgotten; another file's
 // stay readable.
 TEST_F(WorkspaceDataLog, DeletedFilesFreeTheirSegments) {
