@@ -97,11 +97,11 @@ TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
            static_cast<uint32_t>(static_cast<uint8_t>((**cfg)[1])) << 8;
   };
   // Versions 3 to 5 hold data-log records without checksums: upgraded by rewriting the config.
-  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u}) {
+  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u}) {
     set_version(old);
     auto st = Store::OpenOnKv(kv_.get(), Policy{});
     ASSERT_TRUE(st.ok()) << st.status().ToString();
-    EXPECT_EQ(version(), 8u) << old;
+    EXPECT_EQ(version(), 9u) << old;
     store_ = std::move(*st);
     EXPECT_EQ(Cat(c, "f"), "hello");
     EXPECT_EQ(store_->PendingEncodings(), 0u) << old;  // an imported Store has nothing queued
@@ -110,14 +110,14 @@ TEST_F(StoreTest, FormatVersionUpgradesOlderAndRefusesNewer) {
     EXPECT_TRUE(refs->empty()) << old;
     store_.reset();
   }
-  for (uint32_t bad : {0u, 9u, 99u}) {
+  for (uint32_t bad : {0u, 10u, 99u}) {
     set_version(bad);
     auto refused = Store::OpenOnKv(kv_.get(), Policy{});
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_EQ(refused.status().code(), EPROTO) << bad;
     EXPECT_EQ(version(), bad);
   }
-  set_version(8);
+  set_version(9);
 }
 
 TEST_F(StoreTest, CreateOpenOnDisk) {
