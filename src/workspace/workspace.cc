@@ -45,6 +45,17 @@ bool ParseRef(std::string_view rec, kv::DataRef* ref, std::string_view* patches)
   return true;
 }
 
+// Patches (bytes each: u32 LE offset + bytes) applied in order over a block's bytes; false if
+// one is damaged or would grow the block past kBlockSize.
+bool ApplyBlockPatches(std::string_view patches, std::string* block) {
+  base::Reader r(patches);
+  while (!r.AtEnd()) {
+    std::string_view patch;
+    if (!r.Bytes(&patch) || !kv::ApplyPatch(patch, block) || block->size() > kBlockSize) return false;
+  }
+  return true;
+}
+
 Status CheckName(std::string_view name) {
   if (name.size() > 255) return Status::Error(ENAMETOOLONG, "name too long");
   if (!objects::ValidName(name)) return Status::Invalid("invalid name");
@@ -396,13 +407,7 @@ Status Workspace::Impl::MaterializeRef(std::string_view rec, std::string* out) {
   if (!ParseRef(rec, &ref, &patches)) return Status::Corrupt("workspace: damaged data-log record");
   out->assign(ref.length, '\0');
   LFS_TRY(log_.Read(ref, out->data()));
-  base::Reader r(patches);
-  while (!r.AtEnd()) {
-    std::string_view patch;
-    if (!r.Bytes(&patch) || !kv::ApplyPatch(patch, out) || out->size() > kBlockSize)
-      return Status::Corrupt("workspace: damaged data-log record");
-  }
-  return Status::Ok();
+  return ApplyBlockPatches(patches, out) ? Status::Ok() : Status::Corrupt("workspace: damaged data-log record");
 }
 
 Status Workspace::Impl::MaterializeOverlay(const Inode& n, uint64_t blk, std::string_view rec, std::string* out) {
@@ -411,13 +416,7 @@ Status Workspace::Impl::MaterializeOverlay(const Inode& n, uint64_t blk, std::st
   if (n.has_origin && bstart < n.valid_len) {
     LFS_ASSIGN(*out, ReadOrigin(n, bstart, std::min<uint64_t>(kBlockSize, n.valid_len - bstart)));
   }
-  base::Reader r(rec);
-  while (!r.AtEnd()) {
-    std::string_view patch;
-    if (!r.Bytes(&patch) || !kv::ApplyPatch(patch, out) || out->size() > kBlockSize)
-      return Status::Corrupt("workspace: damaged overlay record");
-  }
-  return Status::Ok();
+  return ApplyBlockPatches(rec, out) ? Status::Ok() : Status::Corrupt("workspace: damaged overlay record");
 }
 
 Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uint64_t len,

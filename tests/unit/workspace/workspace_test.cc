@@ -839,6 +839,14 @@ class WorkspaceDataLog : public ::testing::Test {
     if (model_.size() < off + s.size()) model_.resize(off + s.size(), '\0');
     model_.replace(off, s.size(), s);
   }
+  // Commits, and checks `path` of the new Commit holds the model's bytes.
+  void CommitAndExpect(const std::string& path, const std::string& message) {
+    auto c = ws_->Commit(message);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    auto e = store_->Lookup(*c, path);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    EXPECT_EQ(*store_->ReadFile(*e), model_);
+  }
   void ExpectReads(Ino f) {
     auto back = ws_->Read(f, 0, model_.size() + 100);
     ASSERT_TRUE(back.ok()) << back.status().message();
@@ -881,11 +889,7 @@ TEST_F(WorkspaceDataLog, WholeBlocksLiveInTheLogUntilTheCommitFoldsThem) {
   ExpectReads(f);
   ReopenStore();
   ExpectReads(f);
-  auto c = ws_->Commit("folded");
-  ASSERT_TRUE(c.ok()) << c.status().message();
-  auto e = store_->Lookup(*c, "f");
-  ASSERT_TRUE(e.ok());
-  EXPECT_EQ(*store_->ReadFile(*e), model_);
+  CommitAndExpect("f", "folded");
   EXPECT_EQ(Records(kTagRef), 0u);
   EXPECT_EQ(LogBytes(), 0u);  // every segment freed
   ExpectReads(f);
@@ -991,11 +995,7 @@ TEST_F(WorkspaceDataLog, PartialWritesOverCommittedBytesArePatchesNotCopies) {
   ExpectReads(f);
   ReopenStore();
   ExpectReads(f);
-  auto c2 = ws_->Commit("edits");
-  ASSERT_TRUE(c2.ok()) << c2.status().message();
-  auto e = store_->Lookup(*c2, "big");
-  ASSERT_TRUE(e.ok());
-  EXPECT_EQ(*store_->ReadFile(*e), model_);
+  CommitAndExpect("big", "edits");
   EXPECT_EQ(Records(kTagOverlay), 0u);
   ExpectReads(f);
   // Patches again, then the file goes: its Q records go with it.
