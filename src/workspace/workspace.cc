@@ -1491,10 +1491,12 @@ Result<uint64_t> Workspace::Lseek(Ino ino, uint64_t off, int whence) {
   };
   if (n.has_blocks)
     LFS_TRY(impl_->kv_.Scan(kv::Cf::kWorkspace, impl_->keys_.Block(ino, 0), impl_->keys_.BlocksEnd(ino), add));
-  if (n.has_refs) {
+  if (n.has_refs)
     LFS_TRY(impl_->kv_.Scan(kv::Cf::kWorkspace, impl_->keys_.Ref(ino, 0), impl_->keys_.RefsEnd(ino), add));
-    std::sort(blocks.begin(), blocks.end());
-  }
+  // A Q block may hold patched bytes past valid_len.
+  if (n.has_overlays)
+    LFS_TRY(impl_->kv_.Scan(kv::Cf::kWorkspace, impl_->keys_.Overlay(ino, 0), impl_->keys_.OverlaysEnd(ino), add));
+  if (n.has_refs || n.has_overlays) std::sort(blocks.begin(), blocks.end());
   auto is_data = [&](uint64_t p) {
     return (n.has_origin && p < n.valid_len) || std::binary_search(blocks.begin(), blocks.end(), p / kBlockSize);
   };

@@ -1009,6 +1009,26 @@ TEST_F(WorkspaceDataLog, PartialWritesOverCommittedBytesArePatchesNotCopies) {
   EXPECT_TRUE(rep->ok()) << rep->problems[0];
 }
 
+// A Q block straddling valid_len (a committed file cut and grown again) holds patched bytes past
+// the committed ones: SEEK_DATA and SEEK_HOLE must count them as data, or a sparse-aware copy
+// would skip them.
+TEST_F(WorkspaceDataLog, SeekSeesPatchesPastTheCommittedBytes) {
+  Ino f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
+  Write(f, 0, layerfs::testing::RandomBytes(100000, 21));
+  ASSERT_TRUE(ws_->Commit("base").ok());
+  ReopenStore();
+  ASSERT_TRUE(ws_->SetAttr(f, {.size = 70000}).ok());   // valid_len 70000, inside block 1
+  ASSERT_TRUE(ws_->SetAttr(f, {.size = 300000}).ok());  // grown: zeros past 70000
+  model_.resize(70000);
+  model_.resize(300000, '\0');
+  Write(f, 80000, "abcd");  // block 1, past valid_len: a patch over committed bytes
+  EXPECT_EQ(Records(kTagOverlay), 1u);
+  ExpectReads(f);
+  EXPECT_EQ(*ws_->Lseek(f, 0, SEEK_HOLE), 2 * kBlockSize);
+  EXPECT_EQ(*ws_->Lseek(f, 75000, SEEK_DATA), 75000u);
+  EXPECT_EQ(ws_->Lseek(f, 2 * kBlockSize, SEEK_DATA).status().code(), ENXIO);
+}
+
 // An unlinked file's blocks in the log are freed once the inode is forgotten; another file's
 // stay readable.
 TEST_F(WorkspaceDataLog, DeletedFilesFreeTheirSegments) {
