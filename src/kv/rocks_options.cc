@@ -101,6 +101,11 @@ rocksdb::ColumnFamilyOptions CfOptions(Cf cf, const std::shared_ptr<rocksdb::Cac
   }
   o.compaction_style = rocksdb::kCompactionStyleUniversal;
   o.compaction_options_universal.allow_trivial_move = false;
+  // The shared family (trees, commits, refs, the import stat cache) is small and rewritten in
+  // part by every import (the branch's stat cache): RocksDB's default 200% let the dead versions
+  // sit in its upper runs, 157 eslint releases imported one by one left a 4.48 MB Store (3.92
+  // after gc's full compaction); at 25%, 4.04 MB. Full compactions of metadata cost little.
+  if (cf == Cf::kMeta) o.compaction_options_universal.max_size_amplification_percent = 25;
   o.level0_file_num_compaction_trigger = 4;
   o.write_buffer_size = 64 << 20;
   o.target_file_size_base = 64 << 20;
