@@ -71,17 +71,6 @@ void FetchText(const json& f, Output& o) {
            Size(rc["bytes"].get<uint64_t>()), rc["packs"].get<uint64_t>(), rc["seconds"].get<double>());
 }
 
-// Flushes what the kernel still holds for a mount (page cache, shared mmaps) to the daemon.
-Status SyncMount(const std::string& mp) {
-  int fd = open(mp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::Errorf(errno, "open {}: {}", mp, strerror(errno));
-  int rc = syncfs(fd);
-  int e = errno;
-  close(fd);
-  if (rc != 0) return Status::Errorf(e, "sync {}: {}", mp, strerror(e));
-  return Status::Ok();
-}
-
 // The branch a push or pull works on when none is named: the mount at the working directory's,
 // else main.
 std::string DefaultBranch(Context& ctx) {
