@@ -146,6 +146,8 @@ static objects::Tuning TuningFromEnv() {
     else if (k == "estimate_level") t.estimate_level = int(v);
     else if (k == "snapshot_depth") t.snapshot_depth = uint32_t(v);
     else if (k == "raw_below") t.raw_below = size_t(v);
+    else if (k == "background_level") t.background_level = int(v);
+    else if (k == "raw_estimate_ratio") t.raw_estimate_ratio = v;
   }
   return t;
 }
