@@ -31,19 +31,6 @@ bool HashMatches(const ObjectId& id, std::string_view data, uint64_t seed) {
 
 uint64_t Hash64(std::string_view data) { return XXH3_64bits(data.data(), data.size()); }
 
-struct Hash64Stream::State {
-  XXH3_state_t* s = XXH3_createState();
-  State() { XXH3_64bits_reset(s); }
-  ~State() { XXH3_freeState(s); }
-};
-
-Hash64Stream::Hash64Stream() : st_(std::make_unique<State>()) {}
-Hash64Stream::~Hash64Stream() = default;
-Hash64Stream::Hash64Stream(Hash64Stream&&) noexcept = default;
-Hash64Stream& Hash64Stream::operator=(Hash64Stream&&) noexcept = default;
-void Hash64Stream::Update(std::string_view data) { XXH3_64bits_update(st_->s, data.data(), data.size()); }
-uint64_t Hash64Stream::Digest() const { return XXH3_64bits_digest(st_->s); }
-
 void SetHashOverrideForTesting(std::function<ObjectId(std::string_view, uint64_t)> fn) {
   Override() = std::move(fn);
 }

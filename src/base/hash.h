@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string_view>
 
 #include "layerfs/ids.h"
@@ -23,21 +22,6 @@ ObjectId HashContent(std::string_view data, uint64_t seed, int generation = 0);
 bool HashMatches(const ObjectId& id, std::string_view data, uint64_t seed);
 // Plain 64-bit XXH3 for caches and keys that are not content addresses.
 uint64_t Hash64(std::string_view data);
-
-// Hash64 of bytes given in pieces: Digest() after Update(a), Update(b) is Hash64(a + b).
-class Hash64Stream {
- public:
-  Hash64Stream();
-  ~Hash64Stream();
-  Hash64Stream(Hash64Stream&&) noexcept;
-  Hash64Stream& operator=(Hash64Stream&&) noexcept;
-  void Update(std::string_view data);
-  uint64_t Digest() const;
-
- private:
-  struct State;
-  std::unique_ptr<State> st_;
-};
 
 // Test hook: when set, replaces the generation-0 hash (to inject collisions). Not for production.
 void SetHashOverrideForTesting(std::function<ObjectId(std::string_view, uint64_t)> fn);

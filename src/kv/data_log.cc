@@ -142,25 +142,8 @@ Status DataLog::Check(const DataRef& ref, std::string_view bytes) const {
 }
 
 Result<DataRef> DataLog::Append(std::string_view data) {
-  LFS_ASSIGN(auto ref, Place(data, nullptr));
-  return *ref;
-}
-
-Result<std::optional<DataRef>> DataLog::Extend(const DataRef& after, std::string_view data) {
-  LFS_ASSIGN(auto ref, Place(data, &after));
-  if (!ref) return std::optional<DataRef>();
-  return std::optional<DataRef>(DataRef(after.segment, after.offset, after.length + ref->length));
-}
-
-Result<std::optional<DataRef>> DataLog::Place(std::string_view data, const DataRef* after) {
   if (opts_.read_only) return Status::Error(EROFS, "the Store is open read-only");
   if (data.size() > kSegmentBytes) return Status::Invalid("data log append larger than a segment");
-  if (after != nullptr) {
-    // Cheap refusal first: no space is admitted for an extension that cannot happen.
-    std::lock_guard l(mu_);
-    if (after->segment != active_ || after->offset + after->length != tail_ || tail_ + data.size() > kSegmentBytes)
-      return std::optional<DataRef>();
-  }
   if (opts_.space) LFS_TRY(opts_.space->Admit(data.size(), SpaceGuard::Use::kGrow));
   DataRef ref;
   std::shared_ptr<Segment> s;
@@ -168,13 +151,7 @@ Result<std::optional<DataRef>> DataLog::Place(std::string_view data, const DataR
   std::pair<uint64_t, uint64_t> drop{0, 0};  // the range kicked before it: written, drop its pages
   {
     std::lock_guard l(mu_);
-    if (after != nullptr) {
-      // Checked again: another append may have taken the tail while the space was admitted.
-      if (after->segment != active_ || after->offset + after->length != tail_ || tail_ + data.size() > kSegmentBytes)
-        return std::optional<DataRef>();
-    } else if (active_ == 0 || tail_ + data.size() > kSegmentBytes) {
-      LFS_TRY(StartSegment());
-    }
+    if (active_ == 0 || tail_ + data.size() > kSegmentBytes) LFS_TRY(StartSegment());
     ref = {active_, tail_, static_cast<uint32_t>(data.size())};
     tail_ += data.size();
     if (ref.offset >= kicked_ + kWritebackBytes) {
@@ -188,7 +165,7 @@ Result<std::optional<DataRef>> DataLog::Place(std::string_view data, const DataR
     if (s->fd < 0) {
       if (s->mem.size() < tail_) s->mem.resize(tail_);
       std::memcpy(s->mem.data() + ref.offset, data.data(), data.size());
-      return std::optional<DataRef>(ref);
+      return ref;
     }
   }
   size_t done = 0;
@@ -227,7 +204,7 @@ Result<std::optional<DataRef>> DataLog::Place(std::string_view data, const DataR
   if (drop.second != 0) {
     (void)::posix_fadvise(s->fd, static_cast<off_t>(drop.first), static_cast<off_t>(drop.second), POSIX_FADV_DONTNEED);
   }
-  return std::optional<DataRef>(ref);
+  return ref;
 }
 
 void DataLog::DropReadBehind(int fd, uint64_t off, uint64_t len) {

@@ -92,11 +92,6 @@ class DataLog {
   // here is written. ENOSPC if the SpaceGuard refuses or the disk is full (nothing is pointed at
   // what a failed append wrote); EROFS on a read-only log.
   Result<DataRef> Append(std::string_view data);
-  // Appends `data` right after `ref`'s bytes if they end where the next append would go (the
-  // active segment's tail, with room for `data`), and returns `ref` grown over both (without
-  // checksum). Nothing, and nothing written, if anything else was appended since or the segment
-  // is full: the caller writes elsewhere. Errors and pins as Append's.
-  Result<std::optional<DataRef>> Extend(const DataRef& ref, std::string_view data);
   // Reads the ref's ref.length bytes into out, checked against its checksum if it has one. EIO
   // naming the segment file if they differ, if the segment is shorter than the ref, or if it is
   // missing.
@@ -153,9 +148,6 @@ class DataLog {
   DataLog() = default;
   Result<std::shared_ptr<Segment>> Get(uint32_t seg);
   Status StartSegment();
-  // Append's and Extend's body: places `data` at the tail (after `after`'s bytes only, if given;
-  // nothing if they do not end there) and writes it.
-  Result<std::optional<DataRef>> Place(std::string_view data, const DataRef* after);
 
   std::string dir_;
   DataLogOptions opts_;

@@ -1332,66 +1332,6 @@ Result<size_t> Workspace::Write(Ino ino, uint64_t off, std::string_view data,
   return data.size();
 }
 
-uint64_t Workspace::Impl::StartTail(Ino ino, uint64_t blk, const kv::DataRef& ref, std::string_view bytes) {
-  TailHash t;
-  t.ino = ino;
-  t.blk = blk;
-  t.ref = ref;
-  t.hash.Update(bytes);
-  const uint64_t h = t.hash.Digest();
-  t.ref.has_hash = true;
-  t.ref.hash = h;
-  std::lock_guard l(tails_mu_);
-  std::erase_if(tails_, [&](const TailHash& e) { return e.ino == ino && e.blk == blk; });
-  if (tails_.size() >= kTailHashes) tails_.erase(tails_.begin());
-  tails_.push_back(std::move(t));
-  return h;
-}
-
-Result<uint64_t> Workspace::Impl::GrowTail(Ino ino, uint64_t blk, const kv::DataRef& old, const kv::DataRef& grown,
-                                           std::string_view piece) {
-  auto same = [](const kv::DataRef& a, const kv::DataRef& b) {
-    return a.segment == b.segment && a.offset == b.offset && a.length == b.length && a.has_hash == b.has_hash &&
-           a.hash == b.hash;
-  };
-  {
-    std::lock_guard l(tails_mu_);
-    for (auto it = tails_.begin(); it != tails_.end(); ++it) {
-      if (it->ino != ino || it->blk != blk) continue;
-      if (!same(it->ref, old)) {
-        tails_.erase(it);
-        break;
-      }
-      TailHash t = std::move(*it);
-      tails_.erase(it);
-      t.hash.Update(piece);
-      t.ref = grown;
-      t.ref.has_hash = true;
-      t.ref.hash = t.hash.Digest();
-      const uint64_t h = t.ref.hash;
-      tails_.push_back(std::move(t));
-      return h;
-    }
-  }
-  // Not remembered (written before a restart, or pushed out): the block's bytes read back.
-  std::string bytes(old.length, '\0');
-  LFS_TRY(log_.Read(old, bytes.data()));
-  bytes.append(piece);
-  TailHash t;
-  t.ino = ino;
-  t.blk = blk;
-  t.hash.Update(bytes);
-  t.ref = grown;
-  t.ref.has_hash = true;
-  t.ref.hash = t.hash.Digest();
-  const uint64_t h = t.ref.hash;
-  std::lock_guard l(tails_mu_);
-  std::erase_if(tails_, [&](const TailHash& e) { return e.ino == ino && e.blk == blk; });
-  if (tails_.size() >= kTailHashes) tails_.erase(tails_.begin());
-  tails_.push_back(std::move(t));
-  return h;
-}
-
 // Whole blocks go to the data log, a run of them in one append, and get R records. A partial
 // block of a block in the log is a patch appended to its R record (folded into a fresh log
 // block once the patches grow past kMaxRefPatchBytes); other partial blocks are B records as
@@ -1401,7 +1341,6 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
                                     const std::optional<Caller>& kill_suidgid, bool* killed) {
   constexpr uint64_t kMaxRefPatchBytes = 16 << 10;
   constexpr uint64_t kMaxRunBlocks = 256;  // 16 MiB per append
-  constexpr uint64_t kMinLogPiece = 1024;   // smaller first pieces stay B records
   auto pin = log_.PinSegments();
   std::shared_lock l(mu_);
   InodeLocks il(*this, {ino});
@@ -1442,20 +1381,6 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
       std::string_view old_patches;
       if (rec && !ParseRef(*rec, &old, &old_patches)) return Status::Corrupt("workspace: damaged data-log record");
       if (rec) {
-        if (old_patches.empty() && from == bstart + old.length) {
-          // The next piece of a block written from its start (a file written in pieces): grown
-          // in place when nothing was appended to the log since.
-          LFS_ASSIGN(auto grown, log_.Extend(old, piece));
-          if (grown) {
-            LFS_ASSIGN(grown->hash, GrowTail(ino, blk, old, *grown, piece));
-            grown->has_hash = true;
-            std::string v;
-            grown->EncodeTo(&v);
-            b.Put(kv::Cf::kWorkspace, keys_.Ref(ino, blk), v);
-            blk++;
-            continue;
-          }
-        }
         if (old_patches.size() + piece.size() <= kMaxRefPatchBytes) {
           base::PutBytes(&*rec, kv::EncodePatch(static_cast<uint32_t>(from - bstart), piece));
           b.Put(kv::Cf::kWorkspace, keys_.Ref(ino, blk), *rec);
@@ -1476,19 +1401,8 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
     // valid_len a stored block is patched too; an absent one gets a Q record, the patch over the
     // committed bytes, again without reading them (folded into a B record of the block's bytes
     // once its patches grow past kMaxRefPatchBytes).
-    const bool zeros_if_absent = !n.has_origin || bstart >= n.valid_len;
-    if (from == bstart && bstart >= old_size && zeros_if_absent && piece.size() >= kMinLogPiece) {
-      // The first piece of a block past the file's end: a data-log block too, which the next
-      // pieces grow in place (above), so a file written in pieces never goes through the WAL,
-      // the memtable and compactions (docs/design.md, "Files written in pieces").
-      LFS_ASSIGN(kv::DataRef ref, log_.Append(piece));
-      ref.hash = StartTail(ino, blk, ref, piece);
-      ref.has_hash = true;
-      put_ref(blk, ref);
-      blk++;
-      continue;
-    }
     const std::string key = keys_.Block(ino, blk);
+    const bool zeros_if_absent = !n.has_origin || bstart >= n.valid_len;
     bool present = false;
     if (!zeros_if_absent && may_exist) {
       LFS_ASSIGN(auto have, kv_.Get(kv::Cf::kWorkspace, key));

@@ -3,14 +3,12 @@
 #pragma once
 
 #include <array>
-#include <vector>
 #include <initializer_list>
 #include <map>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
 
-#include "base/hash.h"
 #include "history/file_content.h"
 #include "kv/data_log.h"
 #include "kv/kv.h"
@@ -133,25 +131,6 @@ class Workspace::Impl {
   std::unique_ptr<kv::Kv> scratch_;
   kv::Kv& kv_;
   kv::DataLog& log_;  // lock order: a pin before mu_
-  // The running checksums of the data-log blocks last grown at their end (Extend): a file written
-  // in pieces (tar, cp, a compiler, a pack being received) grows its last block in place, and its
-  // checksum grows with it instead of being recomputed over a read-back of the block. An entry
-  // counts only while the block's record is still exactly `ref`; a few files are written at once.
-  struct TailHash {
-    Ino ino = 0;
-    uint64_t blk = 0;
-    kv::DataRef ref;
-    base::Hash64Stream hash;
-  };
-  static constexpr size_t kTailHashes = 16;
-  std::mutex tails_mu_;             // guards tails_; taken under an inode's lock, nothing after it
-  std::vector<TailHash> tails_;     // the most recently grown last
-  // A new data-log block of `bytes` at `ref` for block `blk` of `ino`: its checksum, remembered.
-  uint64_t StartTail(Ino ino, uint64_t blk, const kv::DataRef& ref, std::string_view bytes);
-  // Block `blk` of `ino`, at `old`, grew by `piece` to `grown`: its checksum (the old bytes read
-  // back and checked only when not remembered).
-  Result<uint64_t> GrowTail(Ino ino, uint64_t blk, const kv::DataRef& old, const kv::DataRef& grown,
-                            std::string_view piece);
   Keys keys_;
   bool ephemeral_;
   // Shared for operations that only read the Workspace (lookup, getattr, readdir, reads, xattr

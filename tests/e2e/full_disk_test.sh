@@ -136,10 +136,7 @@ lfs verify >/dev/null || fail "verify after freeing space"
 # --- (b) something else fills the disk: deleting through the mount still works (the reserve).
 head -c 30000000 /dev/urandom >"$M/victim"
 lfs commit "$M" -m victim >/dev/null
-# Written in small pieces, as a program appending to a log does: they go to the database (a
-# file written in large pieces goes to the data log, which an rm frees at once), so its
-# memtables hold them when the disk fills.
-head -c 20000000 /dev/urandom | dd of="$M/uncommitted" bs=1000 iflag=fullblock status=none
+head -c 20000000 /dev/urandom >"$M/uncommitted"
 fill_outside
 echo "FIGURE outside_fill_left=$(free_bytes)"
 out=$(python3 -c "

@@ -77,41 +77,6 @@ TEST_P(DataLogTest, AppendsReadBackExactly) {
   EXPECT_EQ(ReadBack(**again, *r), "after reopen");
 }
 
-// Extend grows a ref in place only while nothing else was appended after it, and writes nothing
-// when it refuses; the grown ref reads back the old bytes and the new ones together.
-TEST_P(DataLogTest, ExtendGrowsOnlyTheLastAppend) {
-  auto log = DataLog::Open(dir());
-  ASSERT_TRUE(log.ok());
-  const std::string a = testing::RandomBytes(3000, 1), b = testing::RandomBytes(5000, 2);
-  auto ra = (*log)->Append(a);
-  ASSERT_TRUE(ra.ok());
-  auto grown = (*log)->Extend(*ra, b);
-  ASSERT_TRUE(grown.ok()) << grown.status().message();
-  ASSERT_TRUE(grown->has_value());
-  EXPECT_EQ((*grown)->segment, ra->segment);
-  EXPECT_EQ((*grown)->offset, ra->offset);
-  EXPECT_EQ((*grown)->length, a.size() + b.size());
-  EXPECT_FALSE((*grown)->has_hash);
-  EXPECT_EQ(ReadBack(**log, **grown), a + b);
-  // The old, shorter ref no longer ends at the tail: refused, nothing written.
-  auto stale = (*log)->Extend(*ra, "x");
-  ASSERT_TRUE(stale.ok());
-  EXPECT_FALSE(stale->has_value());
-  // Something else appended: the grown ref is refused too; the next append lands right after
-  // that one, so the refusals wrote nothing.
-  auto other = (*log)->Append("other");
-  ASSERT_TRUE(other.ok());
-  EXPECT_EQ(other->offset, (*grown)->offset + (*grown)->length);
-  auto late = (*log)->Extend(**grown, "y");
-  ASSERT_TRUE(late.ok());
-  EXPECT_FALSE(late->has_value());
-  auto next = (*log)->Append("next");
-  ASSERT_TRUE(next.ok());
-  EXPECT_EQ(next->offset, other->offset + other->length);
-  EXPECT_EQ(ReadBack(**log, *other), "other");
-  EXPECT_EQ(ReadBack(**log, **grown), a + b);
-}
-
 INSTANTIATE_TEST_SUITE_P(FilesAndMemory, DataLogTest, ::testing::Bool());
 
 TEST(DataLog, SegmentsRollOverAndCollectFreesOnlyUnreferencedOnes) {

@@ -4,10 +4,8 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/xattr.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -197,11 +195,11 @@ TEST_F(WorkspaceTest, ChangesStoresNothing) {
 TEST_F(WorkspaceTest, LegacyBlockKeysAreMigratedOnOpen) {
   std::string data(3 * kBlockSize + 100, '\0');
   for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<char>('a' + i % 23);
-  // Small partial-block writes: B records, as older builds stored every block (whole blocks and
-  // blocks begun by a piece of 1 KiB or more now go to the data log).
+  // Partial-block writes: B records, as older builds stored every block (whole blocks now go to
+  // the data log).
   Ino f = Create(kRootIno, "f");
-  for (size_t o = 0; o < data.size(); o += 500)
-    ASSERT_TRUE(ws_->Write(f, o, std::string_view(data).substr(o, 500)).ok());
+  for (size_t o = 0; o < data.size(); o += 4000)
+    ASSERT_TRUE(ws_->Write(f, o, std::string_view(data).substr(o, 4000)).ok());
   // Rewrite every block key the old way.
   std::vector<std::pair<std::string, std::string>> blocks;
   ASSERT_TRUE(kv_->Scan(kv::Cf::kWorkspace, std::string(), std::string(64, '\xff'), [&](auto k, auto v) {
@@ -1029,93 +1027,6 @@ TEST_F(WorkspaceDataLog, SeekSeesPatchesPastTheCommittedBytes) {
   EXPECT_EQ(*ws_->Lseek(f, 0, SEEK_HOLE), 2 * kBlockSize);
   EXPECT_EQ(*ws_->Lseek(f, 75000, SEEK_DATA), 75000u);
   EXPECT_EQ(ws_->Lseek(f, 2 * kBlockSize, SEEK_DATA).status().code(), ENXIO);
-}
-
-// A file written in pieces (tar, cp, a compiler) goes to the data log, not through RocksDB: the
-// first piece of each block starts a log block and the next ones grow it in place, so the log
-// holds the file's bytes exactly once and there is no B record. Two files written in turns
-// cannot both grow at the log's tail and fall back to patches; a Workspace reopened over the
-// same log (its running checksums gone) still grows the block, with a checksum computed from the
-// bytes read back; a first piece under 1 KiB stays a B record. Reads, verify, a commit, and a
-// flipped byte in a grown block (EIO: the checksum covers the grown bytes) pin it down.
-TEST_F(WorkspaceDataLog, FilesWrittenInPiecesGrowTheirLogBlocks) {
-  Ino f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
-  const std::string body = layerfs::testing::RandomBytes(200 * 1024 + 3000, 31);
-  for (size_t off = 0; off < body.size(); off += 10240) Write(f, off, body.substr(off, 10240));
-  EXPECT_EQ(Records(kTagBlock), 0u);
-  EXPECT_EQ(Records(kTagRef), 4u);  // three whole blocks and an 11,192-byte one
-  EXPECT_EQ(LogBytes(), body.size());  // every piece appended once, none copied
-  ExpectReads(f);
-
-  // Two files in turns: only the last appended one can grow at the tail.
-  std::string g_model, h_model;
-  Ino g = ws_->Mknod(kRootIno, "g", S_IFREG | 0644, 0, {})->ino;
-  Ino h = ws_->Mknod(kRootIno, "h", S_IFREG | 0644, 0, {})->ino;
-  for (int i = 0; i < 30; i++) {
-    const std::string pg = layerfs::testing::RandomBytes(5000, 100 + i), ph = layerfs::testing::RandomBytes(4000, 200 + i);
-    ASSERT_TRUE(ws_->Write(g, g_model.size(), pg).ok());
-    ASSERT_TRUE(ws_->Write(h, h_model.size(), ph).ok());
-    g_model += pg;
-    h_model += ph;
-  }
-  EXPECT_EQ(*ws_->Read(g, 0, g_model.size()), g_model);
-  EXPECT_EQ(*ws_->Read(h, 0, h_model.size()), h_model);
-  EXPECT_EQ(*ws_->Read(g, 65000, 2000), g_model.substr(65000, 2000));
-
-  // A Workspace reopened over the same log: the next piece still grows the block at the tail.
-  Ino k = ws_->Mknod(kRootIno, "k", S_IFREG | 0644, 0, {})->ino;
-  const std::string k1 = layerfs::testing::RandomBytes(7000, 41), k2 = layerfs::testing::RandomBytes(9000, 42);
-  ASSERT_TRUE(ws_->Write(k, 0, k1).ok());
-  const uint64_t before = LogBytes();
-  ws_.reset();
-  Open();
-  ASSERT_TRUE(ws_->Write(k, k1.size(), k2).ok());
-  EXPECT_EQ(LogBytes(), before + k2.size());  // grown in place, not copied
-  EXPECT_EQ(*ws_->Read(k, 0, 100000), k1 + k2);
-
-  // A small first piece stays a B record, and so do the pieces after it.
-  Ino t = ws_->Mknod(kRootIno, "t", S_IFREG | 0644, 0, {})->ino;
-  const size_t blocks = Records(kTagBlock);
-  ASSERT_TRUE(ws_->Write(t, 0, std::string(500, 't')).ok());
-  ASSERT_TRUE(ws_->Write(t, 500, std::string(3000, 'u')).ok());
-  EXPECT_EQ(Records(kTagBlock), blocks + 1);
-  EXPECT_EQ(*ws_->Read(t, 0, 10000), std::string(500, 't') + std::string(3000, 'u'));
-
-  auto rep = store_->Verify({});
-  ASSERT_TRUE(rep.ok()) << rep.status().message();
-  EXPECT_TRUE(rep->ok()) << rep->problems[0];
-  ExpectReads(f);
-  ReopenStore();
-  ExpectReads(f);
-  EXPECT_EQ(*ws_->Read(k, 0, 100000), k1 + k2);
-
-  // The checksum covers the grown bytes: a flipped byte in k's second piece is EIO.
-  std::string seg;
-  for (auto& e : std::filesystem::directory_iterator(dir_ / "store/data"))
-    if (e.path().extension() == ".seg") seg = std::max(seg, e.path().string());
-  ASSERT_FALSE(seg.empty());
-  {
-    const uint64_t at = before + 100;  // inside k2, appended right after `before` bytes
-    int fd = ::open(seg.c_str(), O_RDWR);
-    ASSERT_GE(fd, 0);
-    char c = 0;
-    ASSERT_EQ(::pread(fd, &c, 1, static_cast<off_t>(at)), 1);
-    EXPECT_EQ(c, k2[100]);  // the byte is where the grown block says
-    c ^= 0x20;
-    ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(at)), 1);
-    ::close(fd);
-  }
-  EXPECT_EQ(ws_->Read(k, 0, 100000).status().code(), EIO);
-  ASSERT_TRUE(ws_->Unlink(kRootIno, "k").ok());
-  ws_->Forget(k);
-
-  CommitAndExpect("f", "pieces");
-  EXPECT_EQ(Records(kTagRef), 0u);
-  auto c = ws_->Commit("again");
-  ASSERT_TRUE(c.ok());
-  auto ge = store_->Lookup(*c, "g");
-  ASSERT_TRUE(ge.ok());
-  EXPECT_EQ(*store_->ReadFile(*ge), g_model);
 }
 
 // An unlinked file's blocks in the log are freed once the inode is forgotten; another file's
