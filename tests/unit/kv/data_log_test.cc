@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include "../test_util.h"
@@ -195,6 +196,53 @@ TEST(DataLog, WrittenRangesLeaveThePageCache) {
   // The last appends are neither: still in memory.
   EXPECT_GE(testing::ResidentPages(path, 32 * kMiB, 8 * kMiB), pages / 2);
   for (auto& [r, d] : written) EXPECT_TRUE(ReadBack(**log, r) == d) << "append at " << r.offset;
+}
+
+// The caller's `durable` step (its WAL sync) runs after the scan with pins no longer held off,
+// so reads and writes go on meanwhile; a failing one deletes nothing, every segment stays
+// readable, and the collection stays wanted; a later run deletes the dead segments.
+TEST(DataLog, DurableRunsWithoutThePinsAndItsFailureFreesNothing) {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "data";
+  auto log = DataLog::Open(dir);
+  ASSERT_TRUE(log.ok());
+  auto dead = (*log)->Append(testing::RandomBytes(1000, 1));
+  ASSERT_TRUE(dead.ok());
+  ASSERT_EQ(SegmentFiles(dir), 1u);
+  bool scanned = false, pinned = false;
+  auto failed = (*log)->Collect(
+      [&]() -> Result<std::set<uint32_t>> {
+        scanned = true;
+        return std::set<uint32_t>{};
+      },
+      true,
+      [&]() -> Status {
+        EXPECT_TRUE(scanned);  // after the scan
+        // Another thread can pin now: the exclusive hold ended with the scan.
+        auto f = std::async(std::launch::async, [&] { auto p = (*log)->PinSegments(); });
+        pinned = f.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+        return Status::Error(EIO, "sync failed");
+      });
+  EXPECT_TRUE(pinned);
+  EXPECT_EQ(failed.status().code(), EIO);
+  EXPECT_TRUE((*log)->collect_wanted());
+  EXPECT_EQ(SegmentFiles(dir), 1u);
+  EXPECT_EQ(ReadBack(**log, *dead).size(), 1000u);  // still known and readable
+  bool synced = false;
+  auto ran = (*log)->Collect([]() -> Result<std::set<uint32_t>> { return std::set<uint32_t>{}; }, true,
+                             [&]() -> Status {
+                               synced = true;
+                               return Status::Ok();
+                             });
+  ASSERT_TRUE(ran.ok()) << ran.status().message();
+  EXPECT_TRUE(*ran);
+  EXPECT_TRUE(synced);
+  EXPECT_EQ(SegmentFiles(dir), 0u);
+  // The log goes on in a new segment.
+  auto next = (*log)->Append("after");
+  ASSERT_TRUE(next.ok());
+  EXPECT_GT(next->segment, dead->segment);
+  EXPECT_EQ(ReadBack(**log, *next), "after");
 }
 
 TEST(DataLog, ACollectorErrorFreesNothing) {
