@@ -349,7 +349,7 @@ Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>&
   // Out of the map, the dead segments take no new append (an active one that died is replaced
   // at the next append) and no new pin: the rest runs with reads and writes going on. Deleting
   // a segment whose pages are still being written back waits for them: under the exclusive pin,
-  // deleting a 512 MiB file stalled another process's small writes for 110 ms.
+  // deleting a 512 MiB file stalled another writer's small writes for 110 ms.
   excl.unlock();
   if (durable) {
     if (Status s = durable(); !s.ok()) {
@@ -363,7 +363,12 @@ Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>&
     if (!dir_.empty() && io_->Unlink(SegName(dir_, seg)) != 0 && errno != ENOENT)
       return Errno("delete data segment");
   // An empty log leaves no directory behind (a Store's size is its data); the next append makes it.
-  if (!dir_.empty() && empty()) (void)io_->Rmdir(dir_);
+  // Under mu_, which an append holds from its mkdir of data/ to its segment's creation: checked
+  // and removed outside it, the directory could go between the two and fail the append.
+  if (!dir_.empty()) {
+    std::lock_guard l(mu_);
+    if (segments_.empty()) (void)io_->Rmdir(dir_);
+  }
   return true;
 }
 
