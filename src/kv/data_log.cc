@@ -313,8 +313,7 @@ bool DataLog::empty() {
   return segments_.empty();
 }
 
-Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>& live_segments, bool wait,
-                              const std::function<Status()>& durable) {
+Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>& live_segments, bool wait) {
   if (opts_.read_only) return false;
   std::unique_lock<std::shared_mutex> excl(pins_, std::defer_lock);
   // try_lock only: a waiting exclusive locker could otherwise block a shared one taken while
@@ -346,29 +345,11 @@ Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>&
       it = segments_.erase(it);
     }
   }
-  // Out of the map, the dead segments take no new append (an active one that died is replaced
-  // at the next append) and no new pin: the rest runs with reads and writes going on. Deleting
-  // a segment whose pages are still being written back waits for them: under the exclusive pin,
-  // deleting a 512 MiB file stalled another writer's small writes for 110 ms.
-  excl.unlock();
-  if (durable) {
-    if (Status s = durable(); !s.ok()) {
-      std::lock_guard l(mu_);
-      for (size_t i = 0; i < dead_ids.size(); i++) segments_[dead_ids[i]] = std::move(dead[i]);
-      collect_wanted_ = true;
-      return s;
-    }
-  }
   for (uint32_t seg : dead_ids)
     if (!dir_.empty() && io_->Unlink(SegName(dir_, seg)) != 0 && errno != ENOENT)
       return Errno("delete data segment");
   // An empty log leaves no directory behind (a Store's size is its data); the next append makes it.
-  // Under mu_, which an append holds from its mkdir of data/ to its segment's creation: checked
-  // and removed outside it, the directory could go between the two and fail the append.
-  if (!dir_.empty()) {
-    std::lock_guard l(mu_);
-    if (segments_.empty()) (void)io_->Rmdir(dir_);
-  }
+  if (!dir_.empty() && empty()) (void)io_->Rmdir(dir_);
   return true;
 }
 

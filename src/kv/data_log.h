@@ -129,12 +129,8 @@ class DataLog {
 
   // Frees every segment not in live_segments(), which the caller computes from its records.
   // Runs only if no pin is held (with `wait`, retrying for up to 100 ms); returns false if it
-  // did not run. `durable`, if given, runs after live_segments() and before anything is
-  // deleted (the caller's WAL sync: what made the segments dead must survive a crash first); if
-  // it fails nothing is deleted and the collection stays wanted. Only live_segments() runs with
-  // pins held off: reads and writes wait for the scan, not for the sync or the deletions.
-  Result<bool> Collect(const std::function<Result<std::set<uint32_t>>()>& live_segments, bool wait = true,
-                       const std::function<Status()>& durable = {});
+  // did not run.
+  Result<bool> Collect(const std::function<Result<std::set<uint32_t>>()>& live_segments, bool wait = true);
   // A segment filled up (or the caller asked): Collect is worth running.
   bool collect_wanted() const { return collect_wanted_.load(std::memory_order_relaxed); }
   void RequestCollect() { collect_wanted_.store(true, std::memory_order_relaxed); }

@@ -10,9 +10,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <condition_variable>
-#include <future>
-#include <mutex>
 #include <thread>
 
 #include "../test_util.h"
@@ -198,108 +195,6 @@ TEST(DataLog, WrittenRangesLeaveThePageCache) {
   // The last appends are neither: still in memory.
   EXPECT_GE(testing::ResidentPages(path, 32 * kMiB, 8 * kMiB), pages / 2);
   for (auto& [r, d] : written) EXPECT_TRUE(ReadBack(**log, r) == d) << "append at " << r.offset;
-}
-
-// The caller's `durable` step (its WAL sync) runs after the scan with pins no longer held off,
-// so reads and writes go on meanwhile; a failing one deletes nothing, every segment stays
-// readable, and the collection stays wanted; a later run deletes the dead segments.
-TEST(DataLog, DurableRunsWithoutThePinsAndItsFailureFreesNothing) {
-  testing::TempDir tmp;
-  const std::string dir = tmp / "data";
-  auto log = DataLog::Open(dir);
-  ASSERT_TRUE(log.ok());
-  auto dead = (*log)->Append(testing::RandomBytes(1000, 1));
-  ASSERT_TRUE(dead.ok());
-  ASSERT_EQ(SegmentFiles(dir), 1u);
-  bool scanned = false, pinned = false;
-  auto failed = (*log)->Collect(
-      [&]() -> Result<std::set<uint32_t>> {
-        scanned = true;
-        return std::set<uint32_t>{};
-      },
-      true,
-      [&]() -> Status {
-        EXPECT_TRUE(scanned);  // after the scan
-        // Another thread can pin now: the exclusive hold ended with the scan.
-        auto f = std::async(std::launch::async, [&] { auto p = (*log)->PinSegments(); });
-        pinned = f.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
-        return Status::Error(EIO, "sync failed");
-      });
-  EXPECT_TRUE(pinned);
-  EXPECT_EQ(failed.status().code(), EIO);
-  EXPECT_TRUE((*log)->collect_wanted());
-  EXPECT_EQ(SegmentFiles(dir), 1u);
-  EXPECT_EQ(ReadBack(**log, *dead).size(), 1000u);  // still known and readable
-  bool synced = false;
-  auto ran = (*log)->Collect([]() -> Result<std::set<uint32_t>> { return std::set<uint32_t>{}; }, true,
-                             [&]() -> Status {
-                               synced = true;
-                               return Status::Ok();
-                             });
-  ASSERT_TRUE(ran.ok()) << ran.status().message();
-  EXPECT_TRUE(*ran);
-  EXPECT_TRUE(synced);
-  EXPECT_EQ(SegmentFiles(dir), 0u);
-  // The log goes on in a new segment.
-  auto next = (*log)->Append("after");
-  ASSERT_TRUE(next.ok());
-  EXPECT_GT(next->segment, dead->segment);
-  EXPECT_EQ(ReadBack(**log, *next), "after");
-}
-
-// A collection that empties the log removes data/; an append starting a segment meanwhile (its
-// mkdir of data/ found it, its create comes next) must not lose the directory in between. The
-// FileIo below forces that order if the code allows it: the collector's rmdir waits for the
-// appender's mkdir, the appender's create for the rmdir (each for at most 300 ms).
-TEST(DataLog, EmptyingTheLogDoesNotRemoveTheDirectoryUnderAnAppend) {
-  struct Io : FileIo {
-    std::mutex m;
-    std::condition_variable cv;
-    bool armed = false, at_rmdir = false, mkdir_done = false, rmdir_done = false;
-    bool WaitFor(bool& flag) {
-      std::unique_lock l(m);
-      return cv.wait_for(l, std::chrono::milliseconds(300), [&] { return flag; });
-    }
-    void Set(bool& flag) {
-      std::lock_guard l(m);
-      flag = true;
-      cv.notify_all();
-    }
-    int Mkdir(const std::string& path, mode_t mode) override {
-      if (armed) WaitFor(at_rmdir);
-      int r = FileIo::Mkdir(path, mode);
-      if (armed) Set(mkdir_done);
-      return r;
-    }
-    int Rmdir(const std::string& path) override {
-      if (!armed) return FileIo::Rmdir(path);
-      Set(at_rmdir);
-      WaitFor(mkdir_done);
-      int r = FileIo::Rmdir(path);
-      Set(rmdir_done);
-      return r;
-    }
-    int Open(const std::string& path, int flags, mode_t mode) override {
-      if (armed && (flags & O_CREAT)) WaitFor(rmdir_done);
-      return FileIo::Open(path, flags, mode);
-    }
-  };
-  testing::TempDir tmp;
-  auto io = std::make_shared<Io>();
-  auto log = DataLog::Open(tmp / "data", {.io = io});
-  ASSERT_TRUE(log.ok());
-  ASSERT_TRUE((*log)->Append("dead").ok());
-  io->armed = true;
-  std::thread collector([&] {
-    auto ran = (*log)->Collect([]() -> Result<std::set<uint32_t>> { return std::set<uint32_t>{}; });
-    EXPECT_TRUE(ran.ok());
-  });
-  io->WaitFor(io->at_rmdir);  // the collector is at its rmdir (or holds mu_ there)
-  auto r = (*log)->Append("alive");
-  collector.join();
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(ReadBack(**log, *r), "alive");
-  EXPECT_EQ(SegmentFiles(tmp / "data"), 1u);
 }
 
 TEST(DataLog, ACollectorErrorFreesNothing) {
