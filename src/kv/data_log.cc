@@ -345,11 +345,24 @@ Result<bool> DataLog::Collect(const std::function<Result<std::set<uint32_t>>()>&
       it = segments_.erase(it);
     }
   }
+  // Out of the map, the dead segments take no new append (an active one that died is replaced
+  // at the next append) and no new pin, and everything pointing into them is durable as gone
+  // (live_segments() synced the records first), so the unlinks run with reads and writes going
+  // on: deleting a segment whose pages are still being written back waits for them, and under
+  // the exclusive pin deleting a 512 MiB file stalled another writer's small writes for 110 ms.
+  // The sync itself must stay under the pin: it syncs the data log and then the WAL, and a write
+  // landing between the two would leave a durable record whose bytes are not.
+  excl.unlock();
   for (uint32_t seg : dead_ids)
     if (!dir_.empty() && io_->Unlink(SegName(dir_, seg)) != 0 && errno != ENOENT)
       return Errno("delete data segment");
   // An empty log leaves no directory behind (a Store's size is its data); the next append makes it.
-  if (!dir_.empty() && empty()) (void)io_->Rmdir(dir_);
+  // Under mu_, which an append holds from its mkdir of data/ to its segment's creation: checked
+  // and removed outside it, the directory could go between the two and fail the append.
+  if (!dir_.empty()) {
+    std::lock_guard l(mu_);
+    if (segments_.empty()) (void)io_->Rmdir(dir_);
+  }
   return true;
 }
 

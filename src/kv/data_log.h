@@ -129,7 +129,10 @@ class DataLog {
 
   // Frees every segment not in live_segments(), which the caller computes from its records.
   // Runs only if no pin is held (with `wait`, retrying for up to 100 ms); returns false if it
-  // did not run.
+  // did not run. live_segments() runs with pins held off (no append, read or record write in
+  // flight) and must make the records it read durable before it returns (the caller's WAL sync:
+  // what made the segments dead must survive a crash); the dead segments are then unlinked with
+  // pins allowed again.
   Result<bool> Collect(const std::function<Result<std::set<uint32_t>>()>& live_segments, bool wait = true);
   // A segment filled up (or the caller asked): Collect is worth running.
   bool collect_wanted() const { return collect_wanted_.load(std::memory_order_relaxed); }

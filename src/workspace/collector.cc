@@ -42,6 +42,7 @@ uint64_t DataLogCollector::runs() const {
 void DataLogCollector::Run() {
   std::unique_lock l(mu_);
   auto pause = std::chrono::seconds(1);
+  std::chrono::steady_clock::time_point last{};  // when the last run ended
   for (;;) {
     // A collection skipped for a pin, or asked for again while it ran, is retried shortly; a
     // failing one (a damaged record, a full disk's WAL sync) is retried after a longer pause.
@@ -52,11 +53,20 @@ void DataLogCollector::Run() {
     }
     if (stop_) return;
     if (!woken_ && !store_.data_log().collect_wanted()) continue;
+    // At most one run per kMinGap: every truncation or deletion of a file with blocks in the
+    // log asks for one (a program rewriting files: one per write), and a run syncs the WAL and
+    // scans every Workspace's records. Requests in between share the next run.
+    const auto next = last + kMinGap;
+    if (std::chrono::steady_clock::now() < next) {
+      cv_.wait_until(l, next, [this] { return stop_; });
+      if (stop_) return;
+    }
     woken_ = false;
     l.unlock();
     Status s = Status::Ok();
     if (store_.data_log().collect_wanted()) s = CollectDataLog(store_, /*wait=*/true);
     l.lock();
+    last = std::chrono::steady_clock::now();
     runs_++;
     if (s.ok()) {
       pause = std::chrono::seconds(1);

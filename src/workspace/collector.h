@@ -13,9 +13,11 @@
 //
 // The daemon owns one for its Store's life: start it after the Store opens, destroy it before
 // the Store closes. Destruction stops the thread and runs one last collection, so an exiting
-// daemon leaves no dead segment behind. Thread-safe.
+// daemon leaves no dead segment behind. Runs are at least kMinGap apart: requests that come
+// faster share one. Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -33,6 +35,7 @@ class DataLogCollector {
 
   // Collections run so far (tests).
   uint64_t runs() const;
+  static constexpr std::chrono::milliseconds kMinGap{500};
 
  private:
   void Run();

@@ -551,6 +551,17 @@ Status Workspace::Impl::Truncate(kv::Batch* b, Inode* n, uint64_t size) {
   return Status::Ok();
 }
 
+// DeleteBlocks asks for a collection before the batch deleting the records is written: a
+// collection running in between sees the records still there and takes the request with it, and
+// the segments would stay until the next request. So the thread asks again once it is done.
+thread_local bool Workspace::Impl::tl_refs_dropped = false;
+
+void Workspace::Impl::AskAgainForDroppedRefs() {
+  if (!tl_refs_dropped) return;
+  tl_refs_dropped = false;
+  log_.RequestCollect();
+}
+
 void Workspace::Impl::DeleteBlocks(kv::Batch* b, const Inode& n, uint64_t first, uint64_t size) {
   const Ino ino = n.ino;
   const bool refs = n.has_refs, overlays = n.has_overlays;
@@ -570,7 +581,10 @@ void Workspace::Impl::DeleteBlocks(kv::Batch* b, const Inode& n, uint64_t first,
     if (refs) b->DeleteRange(kv::Cf::kWorkspace, keys_.Ref(ino, first), keys_.RefsEnd(ino));
     if (overlays) b->DeleteRange(kv::Cf::kWorkspace, keys_.Overlay(ino, first), keys_.OverlaysEnd(ino));
   }
-  if (refs) log_.RequestCollect();
+  if (refs) {
+    log_.RequestCollect();
+    tl_refs_dropped = true;
+  }
 }
 
 void Workspace::Impl::DeleteInode(kv::Batch* b, const Inode& n) {
@@ -692,6 +706,8 @@ Status Workspace::Impl::InitFresh(const ObjectId& commit) {
 Status CollectDataLog(Store& store, bool wait) {
   auto r = store.data_log().Collect([&]() -> Result<std::set<uint32_t>> {
     // What is freed must stay unreferenced after a crash: the records as read here durable first.
+    // (Synced before the scan, under the pins: the data log's sync that precedes the WAL's takes
+    // every segment, the soon dead ones too, so no durable record points at bytes that are not.)
     LFS_TRY(store.kv().SyncWal());
     std::set<uint32_t> live;
     bool damaged = false;
@@ -735,6 +751,7 @@ Status CollectDataLog(Store& store, bool wait) {
 }
 
 void Workspace::Impl::CollectIfWanted() {
+  AskAgainForDroppedRefs();
   if (!log_.collect_wanted() || log_.WakeCollector()) return;
   Status s = CollectDataLog(store_, /*wait=*/false);  // the next chance will do
   if (!s.ok()) spdlog::warn("data log: {}", s.message());

@@ -309,6 +309,7 @@ Result<ObjectId> Workspace::Commit(const std::string& message, const std::vector
   if (opts_.read_only || impl_->scratch_) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
   Result<ObjectId> r = CommitLocked(message, more_parents, end_merge);
+  im->AskAgainForDroppedRefs();
   // Blocks this commit folded into history are gone from the data log's records (DeleteBlocks
   // asked for a collection): the daemon's collector frees their segments after the commit
   // returns (workspace/collector.h); without one, it is done here.

@@ -130,6 +130,11 @@ class Workspace::Impl {
   // nothing; changes still fail, as the Store's own writes (commit) are EROFS.
   std::unique_ptr<kv::Kv> scratch_;
   kv::Kv& kv_;
+  // Set by DeleteBlocks when it dropped data-log records, on the thread that will write the batch;
+  // AskAgainForDroppedRefs (run after the batch is written: CollectIfWanted, Commit) renews the
+  // collection request then.
+  static thread_local bool tl_refs_dropped;
+  void AskAgainForDroppedRefs();
   kv::DataLog& log_;  // lock order: a pin before mu_
   Keys keys_;
   bool ephemeral_;

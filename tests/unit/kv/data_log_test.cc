@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "../test_util.h"
@@ -195,6 +198,109 @@ TEST(DataLog, WrittenRangesLeaveThePageCache) {
   // The last appends are neither: still in memory.
   EXPECT_GE(testing::ResidentPages(path, 32 * kMiB, 8 * kMiB), pages / 2);
   for (auto& [r, d] : written) EXPECT_TRUE(ReadBack(**log, r) == d) << "append at " << r.offset;
+}
+
+// The scan (with the caller's WAL sync in it) runs with pins held off; the dead segments'
+// unlinks do not: a segment whose pages are still being written back makes its unlink wait, and
+// reads and writes must not wait with it. The FileIo's Unlink takes a pin on another thread and
+// records whether that succeeded while the unlink was pending.
+TEST(DataLog, ScanHoldsPinsOffAndUnlinksDoNot) {
+  struct Io : FileIo {
+    DataLog* log = nullptr;
+    bool pinned_in_unlink = false;
+    int unlinks = 0;
+    std::future<void> pin;  // outlives the unlink: under a held-off pin it could not end there
+    int Unlink(const std::string& path) override {
+      unlinks++;
+      pin = std::async(std::launch::async, [this] { auto p = log->PinSegments(); });
+      pinned_in_unlink = pin.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
+      return FileIo::Unlink(path);
+    }
+  };
+  testing::TempDir tmp;
+  const std::string dir = tmp / "data";
+  auto io = std::make_shared<Io>();
+  auto log = DataLog::Open(dir, {.io = io});
+  ASSERT_TRUE(log.ok());
+  io->log = log->get();
+  auto dead = (*log)->Append(testing::RandomBytes(1000, 1));
+  ASSERT_TRUE(dead.ok());
+  ASSERT_EQ(SegmentFiles(dir), 1u);
+  bool pinned_in_scan = true;
+  std::future<void> waiting;  // outlives the scan: its destructor waits for the pin
+  auto ran = (*log)->Collect([&]() -> Result<std::set<uint32_t>> {
+    waiting = std::async(std::launch::async, [&] { auto p = (*log)->PinSegments(); });
+    pinned_in_scan = waiting.wait_for(std::chrono::milliseconds(200)) == std::future_status::ready;
+    return std::set<uint32_t>{};
+  });
+  waiting.get();  // taken once the scan's hold ended
+  if (io->pin.valid()) io->pin.get();
+  ASSERT_TRUE(ran.ok()) << ran.status().message();
+  EXPECT_TRUE(*ran);
+  EXPECT_FALSE(pinned_in_scan);
+  EXPECT_EQ(io->unlinks, 1);
+  EXPECT_TRUE(io->pinned_in_unlink);
+  EXPECT_EQ(SegmentFiles(dir), 0u);
+  // The log goes on in a new segment.
+  auto next = (*log)->Append("after");
+  ASSERT_TRUE(next.ok());
+  EXPECT_GT(next->segment, dead->segment);
+  EXPECT_EQ(ReadBack(**log, *next), "after");
+}
+
+// A collection that empties the log removes data/; an append starting a segment meanwhile (its
+// mkdir of data/ found it, its create comes next) must not lose the directory in between. The
+// FileIo below forces that order if the code allows it: the collector's rmdir waits for the
+// appender's mkdir, the appender's create for the rmdir (each for at most 300 ms).
+TEST(DataLog, EmptyingTheLogDoesNotRemoveTheDirectoryUnderAnAppend) {
+  struct Io : FileIo {
+    std::mutex m;
+    std::condition_variable cv;
+    bool armed = false, at_rmdir = false, mkdir_done = false, rmdir_done = false;
+    bool WaitFor(bool& flag) {
+      std::unique_lock l(m);
+      return cv.wait_for(l, std::chrono::milliseconds(300), [&] { return flag; });
+    }
+    void Set(bool& flag) {
+      std::lock_guard l(m);
+      flag = true;
+      cv.notify_all();
+    }
+    int Mkdir(const std::string& path, mode_t mode) override {
+      if (armed) WaitFor(at_rmdir);
+      int r = FileIo::Mkdir(path, mode);
+      if (armed) Set(mkdir_done);
+      return r;
+    }
+    int Rmdir(const std::string& path) override {
+      if (!armed) return FileIo::Rmdir(path);
+      Set(at_rmdir);
+      WaitFor(mkdir_done);
+      int r = FileIo::Rmdir(path);
+      Set(rmdir_done);
+      return r;
+    }
+    int Open(const std::string& path, int flags, mode_t mode) override {
+      if (armed && (flags & O_CREAT)) WaitFor(rmdir_done);
+      return FileIo::Open(path, flags, mode);
+    }
+  };
+  testing::TempDir tmp;
+  auto io = std::make_shared<Io>();
+  auto log = DataLog::Open(tmp / "data", {.io = io});
+  ASSERT_TRUE(log.ok());
+  ASSERT_TRUE((*log)->Append("dead").ok());
+  io->armed = true;
+  std::thread collector([&] {
+    auto ran = (*log)->Collect([]() -> Result<std::set<uint32_t>> { return std::set<uint32_t>{}; });
+    EXPECT_TRUE(ran.ok());
+  });
+  io->WaitFor(io->at_rmdir);  // the collector is at its rmdir (or holds mu_ there)
+  auto r = (*log)->Append("alive");
+  collector.join();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(ReadBack(**log, *r), "alive");
+  EXPECT_EQ(SegmentFiles(tmp / "data"), 1u);
 }
 
 TEST(DataLog, ACollectorErrorFreesNothing) {

@@ -945,6 +945,28 @@ TEST_F(WorkspaceDataLog, ACollectorFreesWhatACommitEmptiedAfterItReturns) {
   EXPECT_EQ(store_->ReadFile(*e1)->size(), 20u * kBlockSize);
 }
 
+// Requests that come faster than DataLogCollector::kMinGap share a run: a program rewriting
+// files in the log asks for a collection at every truncation, and each run syncs the WAL and
+// scans every record. The segments still go.
+TEST_F(WorkspaceDataLog, CollectionsAreSpacedAndStillFreeTheSegments) {
+  Ino f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
+  DataLogCollector collector(*store_);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 60; i++) {
+    ASSERT_TRUE(ws_->SetAttr(f, {.size = 0}).ok());  // drops the blocks: a collection is asked for
+    model_.clear();
+    Write(f, 0, layerfs::testing::RandomBytes(2 * kBlockSize, 50 + i));
+  }
+  const auto asked = std::chrono::steady_clock::now() - start;
+  const uint64_t runs_while_asked = collector.runs();
+  // A run every kMinGap at most, one at the start.
+  EXPECT_LE(runs_while_asked, static_cast<uint64_t>(asked / DataLogCollector::kMinGap) + 2) << runs_while_asked;
+  ExpectReads(f);
+  CommitAndExpect("f", "rewritten");
+  for (int i = 0; i < 500 && LogBytes() != 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(LogBytes(), 0u);
+}
+
 // SEEK_DATA / SEEK_HOLE see blocks in the log as data.
 TEST_F(WorkspaceDataLog, SeekDataAndHoleSeeLogBlocks) {
   Ino f = ws_->Mknod(kRootIno, "sparse", S_IFREG | 0644, 0, {})->ino;
