@@ -9,7 +9,8 @@
 
 namespace layerfs::workspace {
 
-DataLogCollector::DataLogCollector(Store& store) : store_(store) {
+DataLogCollector::DataLogCollector(Store& store, std::chrono::milliseconds min_gap)
+    : store_(store), min_gap_(min_gap) {
   thread_ = std::thread([this] { Run(); });
   store_.data_log().SetCollectorWake([this] {
     std::lock_guard l(mu_);
@@ -34,6 +35,11 @@ DataLogCollector::~DataLogCollector() {
   }
 }
 
+bool DataLogCollector::ShortOfRoom(kv::SpaceGuard& space) {
+  const uint64_t kept = space.KeptBytes();
+  return space.FreeBytes() < kept + kUrgentRoom;
+}
+
 uint64_t DataLogCollector::runs() const {
   std::lock_guard l(mu_);
   return runs_;
@@ -53,13 +59,21 @@ void DataLogCollector::Run() {
     }
     if (stop_) return;
     if (!woken_ && !store_.data_log().collect_wanted()) continue;
-    // At most one run per kMinGap: every truncation or deletion of a file with blocks in the
+    // At most one run per min_gap_: every truncation or deletion of a file with blocks in the
     // log asks for one (a program rewriting files: one per write), and a run syncs the WAL and
-    // scans every Workspace's records. Requests in between share the next run.
-    const auto next = last + kMinGap;
-    if (std::chrono::steady_clock::now() < next) {
-      cv_.wait_until(l, next, [this] { return stop_; });
-      if (stop_) return;
+    // scans every Workspace's records. Requests in between share the next run, unless the disk
+    // is short of room, which is checked again every kRoomCheck while a request waits.
+    const auto now = std::chrono::steady_clock::now();
+    const auto next = last + min_gap_;
+    if (now < next) {
+      l.unlock();
+      const bool urgent = ShortOfRoom(store_.space());
+      l.lock();
+      if (!urgent) {
+        cv_.wait_until(l, std::min(next, now + kRoomCheck), [this] { return stop_; });
+        if (stop_) return;
+        if (std::chrono::steady_clock::now() < next) continue;
+      }
     }
     woken_ = false;
     l.unlock();

@@ -14,7 +14,11 @@
 // The daemon owns one for its Store's life: start it after the Store opens, destroy it before
 // the Store closes. Destruction stops the thread and runs one last collection, so an exiting
 // daemon leaves no dead segment behind. Runs are at least kMinGap apart: requests that come
-// faster share one. Thread-safe.
+// faster share one. The spacing saves work, not room: while the filesystem's free space is
+// within kUrgentRoom of what writers may not take (kv::SpaceGuard), a wanted collection runs at
+// once (checked when a request comes and every kRoomCheck while it waits), so a file deleted
+// on a nearly full disk gives its space back as soon as before.
+// Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -22,13 +26,15 @@
 #include <mutex>
 #include <thread>
 
+#include "kv/space_guard.h"
 #include "layerfs/store.h"
 
 namespace layerfs::workspace {
 
 class DataLogCollector {
  public:
-  explicit DataLogCollector(Store& store);
+  // `min_gap`: kMinGap unless a test wants another.
+  explicit DataLogCollector(Store& store, std::chrono::milliseconds min_gap = kMinGap);
   ~DataLogCollector();
   DataLogCollector(const DataLogCollector&) = delete;
   DataLogCollector& operator=(const DataLogCollector&) = delete;
@@ -36,11 +42,16 @@ class DataLogCollector {
   // Collections run so far (tests).
   uint64_t runs() const;
   static constexpr std::chrono::milliseconds kMinGap{500};
+  static constexpr uint64_t kUrgentRoom = 256ull << 20;
+  static constexpr std::chrono::milliseconds kRoomCheck{50};
+  // Whether collections skip the spacing: free bytes below the kept bytes plus kUrgentRoom.
+  static bool ShortOfRoom(kv::SpaceGuard& space);
 
  private:
   void Run();
 
   Store& store_;
+  const std::chrono::milliseconds min_gap_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool woken_ = false;

@@ -967,6 +967,41 @@ TEST_F(WorkspaceDataLog, CollectionsAreSpacedAndStillFreeTheSegments) {
   EXPECT_EQ(LogBytes(), 0u);
 }
 
+// The spacing saves work, not room: while the filesystem is short of room a wanted collection
+// runs at once, however recent the last. With a gap of an hour: short of room, a dropped file's
+// segment goes; with room, the next one stays (a run was just made); short again, it goes at the
+// next request.
+TEST_F(WorkspaceDataLog, CollectionsAreNotSpacedWhenTheDiskIsShortOfRoom) {
+  kv::SpaceGuard& space = store_->space();
+  std::atomic<uint64_t> free_bytes{100ull << 20};  // above the floor: writes are admitted
+  space.SetFreeBytesForTest([&] { return free_bytes.load(); });
+  EXPECT_TRUE(DataLogCollector::ShortOfRoom(space));
+  DataLogCollector collector(*store_, std::chrono::hours(1));
+  auto write_and_drop = [&](const std::string& name, int seed) {
+    Ino f = ws_->Mknod(kRootIno, name, S_IFREG | 0644, 0, {})->ino;
+    model_.clear();
+    Write(f, 0, layerfs::testing::RandomBytes(2 * kBlockSize, seed));
+    EXPECT_GT(LogBytes(), 0u);
+    ASSERT_TRUE(ws_->SetAttr(f, {.size = 0}).ok());  // drops the blocks: a collection is asked for
+  };
+  auto freed_within = [&](std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (LogBytes() != 0 && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return LogBytes() == 0;
+  };
+  write_and_drop("a", 1);
+  EXPECT_TRUE(freed_within(std::chrono::seconds(10)));
+  free_bytes = 1ull << 40;
+  EXPECT_FALSE(DataLogCollector::ShortOfRoom(space));
+  write_and_drop("b", 2);
+  EXPECT_FALSE(freed_within(std::chrono::milliseconds(300)));  // spaced: the last run was just now
+  free_bytes = 100ull << 20;
+  write_and_drop("c", 3);
+  EXPECT_TRUE(freed_within(std::chrono::seconds(10)));
+  EXPECT_GE(collector.runs(), 2u);
+}
+
 // SEEK_DATA / SEEK_HOLE see blocks in the log as data.
 TEST_F(WorkspaceDataLog, SeekDataAndHoleSeeLogBlocks) {
   Ino f = ws_->Mknod(kRootIno, "sparse", S_IFREG | 0644, 0, {})->ino;
