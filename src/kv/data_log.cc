@@ -41,6 +41,9 @@ bool DataRef::DecodePrefix(std::string_view src, DataRef* out, size_t* used) {
   out->length = len & ~kHashFlag;
   out->hash = 0;
   if (out->has_hash && !r.Fixed64(&out->hash)) return false;
+  // No segment is larger than kSegmentBytes (appends start a new one first): a ref reaching past
+  // that is damage, and refusing it here keeps every offset + length below from wrapping.
+  if (out->offset > DataLog::kSegmentBytes || out->length > DataLog::kSegmentBytes - out->offset) return false;
   *used = out->EncodedSize();
   return true;
 }
@@ -223,7 +226,7 @@ Status DataLog::Read(const DataRef& ref, char* out) {
     if (it == segments_.end()) return Status::Errorf(EIO, "{} is missing", SegmentPath(ref.segment));
     s = it->second;
     if (s->fd < 0) {
-      if (ref.offset + ref.length > s->mem.size())
+      if (ref.offset > s->mem.size() || ref.length > s->mem.size() - ref.offset)
         return Status::Errorf(EIO, "{} is shorter than its records", SegmentPath(ref.segment));
       std::memcpy(out, s->mem.data() + ref.offset, ref.length);
       return Check(ref, std::string_view(out, ref.length));
@@ -245,7 +248,7 @@ Status DataLog::Read(const DataRef& ref, char* out) {
 }
 
 Status DataLog::ReadPart(const DataRef& ref, uint64_t from, uint64_t len, char* out) {
-  if (from + len > ref.length) return Status::Corrupt("data log: read past the end of a block");
+  if (from > ref.length || len > ref.length - from) return Status::Corrupt("data log: read past the end of a block");
   if (from == 0 && len == ref.length) return Read(ref, out);
   std::string whole(ref.length, '\0');
   LFS_TRY(Read(ref, whole.data()));
@@ -262,7 +265,9 @@ std::optional<DataLog::FileRange> DataLog::File(const DataRef& ref) {
     s = it->second;
   }
   struct stat st;
-  if (::fstat(s->fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < ref.offset + ref.length) return std::nullopt;
+  if (::fstat(s->fd, &st) != 0 || ref.offset > static_cast<uint64_t>(st.st_size) ||
+      ref.length > static_cast<uint64_t>(st.st_size) - ref.offset)
+    return std::nullopt;
   return FileRange{s->fd, static_cast<uint64_t>(st.st_size), s};
 }
 

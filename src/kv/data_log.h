@@ -63,7 +63,8 @@ struct DataRef {
   static constexpr uint32_t kHashFlag = 0x80000000u;
   size_t EncodedSize() const { return has_hash ? 24 : 16; }
   void EncodeTo(std::string* dst) const;
-  // Decodes a ref at the start of `src`; *used: its encoded size. False if malformed.
+  // Decodes a ref at the start of `src`; *used: its encoded size. False if malformed, which
+  // includes a ref reaching past DataLog::kSegmentBytes (no segment is larger).
   static bool DecodePrefix(std::string_view src, DataRef* out, size_t* used);
   // Decodes `src` holding exactly one ref.
   static bool Decode(std::string_view src, DataRef* out);

@@ -303,6 +303,35 @@ TEST(DataLog, EmptyingTheLogDoesNotRemoveTheDirectoryUnderAnAppend) {
   EXPECT_EQ(SegmentFiles(tmp / "data"), 1u);
 }
 
+// A ref that no segment can hold is damage at decode (found by fuzz.data_log_record: an offset
+// near 2^64 made offset + length wrap past the bounds check of a read, and the read copied from
+// outside the segment). A ref ending exactly at the largest segment's end is fine.
+TEST(DataRef, RefsPastTheLargestSegmentAreMalformed) {
+  auto encoded = [](uint64_t offset, uint32_t length) {
+    std::string s;
+    DataRef(1, offset, length).EncodeTo(&s);
+    return s;
+  };
+  DataRef ref;
+  EXPECT_TRUE(DataRef::Decode(encoded(DataLog::kSegmentBytes - 10, 10), &ref));
+  EXPECT_EQ(ref.offset, DataLog::kSegmentBytes - 10);
+  EXPECT_TRUE(DataRef::Decode(encoded(0, 65536), &ref));
+  EXPECT_FALSE(DataRef::Decode(encoded(DataLog::kSegmentBytes - 10, 11), &ref));
+  EXPECT_FALSE(DataRef::Decode(encoded(DataLog::kSegmentBytes + 1, 0), &ref));
+  EXPECT_FALSE(DataRef::Decode(encoded(~uint64_t{0} - 129, 200), &ref));  // wraps to 70
+  // And a read of such a ref, were one made by hand, stays inside the segment.
+  auto log = DataLog::Open("");
+  ASSERT_TRUE(log.ok());
+  auto r = (*log)->Append(std::string(300, 'x'));
+  ASSERT_TRUE(r.ok());
+  std::string out(200, '\0');
+  DataRef wrapping(r->segment, ~uint64_t{0} - 129, 200);
+  EXPECT_EQ((*log)->Read(wrapping, out.data()).code(), EIO);
+  Status past = (*log)->ReadPart(*r, 299, 2, out.data());
+  EXPECT_FALSE(past.ok());
+  EXPECT_EQ((*log)->ReadPart(*r, ~uint64_t{0}, 2, out.data()).code(), past.code());  // wraps to 1
+}
+
 TEST(DataLog, ACollectorErrorFreesNothing) {
   auto log = DataLog::Open("");
   ASSERT_TRUE(log.ok());
