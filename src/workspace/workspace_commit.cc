@@ -12,6 +12,7 @@
 #include <thread>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
@@ -201,10 +202,21 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
     uint64_t bytes = 0, entries = 0;
     TreeEntry summary;  // the built tree's summary (objects::SummarizeDir), for its entry
   };
+  // The directories being built, from the root down: one met again below itself is a cycle in
+  // damaged records, refused at once rather than followed to kMaxTreeDepth (whose 2,048 frames
+  // overflowed the stack of an ASan build: fuzz.workspace).
+  std::unordered_set<Ino> on_path;
   std::function<Result<ObjectId>(const Inode&, Sums*, size_t)> build = [&](const Inode& dir, Sums* sums,
                                                                            size_t depth) -> Result<ObjectId> {
     if (depth > objects::kMaxTreeDepth)
       return Status::Errorf(ELOOP, "directories nested deeper than {} cannot be committed", objects::kMaxTreeDepth);
+    if (!on_path.insert(dir.ino).second)
+      return Status::Corrupt(fmt::format("workspace: directory {} lies inside itself", dir.ino));
+    struct Leave {
+      std::unordered_set<Ino>& path;
+      Ino ino;
+      ~Leave() { path.erase(ino); }
+    } leave{on_path, dir.ino};
     LFS_ASSIGN(auto entries, ListEntries(dir.ino, snap));
     std::unordered_map<ObjectId, TreeEntry, ObjectIdHash> old_sums;
     if (dir.has_origin) {
