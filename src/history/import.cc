@@ -124,6 +124,7 @@ struct FileJob {
   uint32_t hops = 0;              // jobs between this one and a base stored before the import
   std::atomic<bool> done{false};
   Status status;
+  bool cancelled = false;  // not run: another job had failed (its error is the one to report)
   ObjectId id;
   bool chunked = false;
   uint64_t objects_added = 0, bytes_added = 0;
@@ -210,10 +211,18 @@ class Importer {
     dup_fd.reset();
     pool_.Wait();
     LFS_TRY(walked);
+    // The failure that stopped the import, not a job it cancelled: jobs ahead of it in walk
+    // order may have been taken after it failed.
+    const FileJob* cancelled = nullptr;
     for (auto& j : jobs_) {
+      if (j.cancelled) {
+        if (!cancelled) cancelled = &j;
+        continue;
+      }
       if (!j.status.ok()) return j.status;
       Count(j.objects_added, j.bytes_added);
     }
+    if (cancelled) return cancelled->status;
     return Build(top);
   }
 
@@ -443,6 +452,7 @@ class Importer {
   void RunJobOnce(FileJob& j) {
     if (failed_.load()) {
       j.status = Status::Errorf(ECANCELED, "import of {} cancelled", j.abs);
+      j.cancelled = true;
       j.dir.reset();
       return;
     }

@@ -350,7 +350,7 @@ namespace {
 
 // Format 6 refs carry a checksum (flagged in the length word); format 3 to 5 refs decode as before.
 TEST(DataRefTest, EncodesWithAndWithoutChecksum) {
-  DataRef old(7, 1ull << 33, 65536);
+  DataRef old(7, DataLog::kSegmentBytes - 65536, 65536);  // the last block a segment can hold
   std::string e;
   old.EncodeTo(&e);
   EXPECT_EQ(e.size(), 16u);
@@ -358,7 +358,7 @@ TEST(DataRefTest, EncodesWithAndWithoutChecksum) {
   ASSERT_TRUE(DataRef::Decode(e, &back));
   EXPECT_FALSE(back.has_hash);
   EXPECT_EQ(back.segment, 7u);
-  EXPECT_EQ(back.offset, 1ull << 33);
+  EXPECT_EQ(back.offset, DataLog::kSegmentBytes - 65536);
   EXPECT_EQ(back.length, 65536u);
   DataRef now = DataRef::Of(9, 4096, "some bytes");
   std::string n;
