@@ -142,7 +142,7 @@ CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& out, 
 
 int PrintOutcome(const CommandLine& cl, const Status& s, const json& result, Output& o) {
   if (!result.is_null()) {
-    if (cl.as_json) o.Out(result.dump(2) + "\n");
+    if (cl.as_json) o.Out(control::Dump(result, 2) + "\n");
     else if (cl.verb->text) cl.verb->text(cl.all, result, o);
   }
   Status st = s;
@@ -150,7 +150,7 @@ int PrintOutcome(const CommandLine& cl, const Status& s, const json& result, Out
   if (st.ok()) return 0;
   // With --json the caller is a program: the failure is the protocol's error object, so its
   // code survives (`layerfs init`, which no daemon runs, has no other way to give one).
-  if (cl.as_json) o.Err(json{{"error", control::ErrorJson(st)}}.dump() + "\n");
+  if (cl.as_json) o.Err(control::Dump(json{{"error", control::ErrorJson(st)}}) + "\n");
   else o.Err(fmt::format("layerfs: {}\n", st.message()));
   return 1;
 }

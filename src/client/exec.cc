@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "client/client.h"
+#include "control/json_bytes.h"
 #include "client/session.h"
 
 namespace layerfs::client {
@@ -157,7 +158,7 @@ class Exec {
                 {"isolated", args_.Bool("isolate")},
                 {"commit", commit_.empty() ? json() : json(commit_)}};
       if (!s.ok()) j["error"] = control::ErrorJson(s);
-      printf("%s\n", j.dump().c_str());
+      printf("%s\n", control::Dump(j).c_str());
       fflush(stdout);
     }
     return code;

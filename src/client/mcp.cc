@@ -18,6 +18,7 @@
 
 #include "cli/json_shapes.h"
 #include "client/client.h"
+#include "control/json_bytes.h"
 #include "client/session.h"
 
 namespace layerfs::client {
@@ -33,7 +34,7 @@ constexpr int kIdleSeconds = 60;
 constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602;
 
 void Write(const json& msg) {
-  std::string line = msg.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string line = control::Dump(msg);
   line.push_back('\n');
   fwrite(line.data(), 1, line.size(), stdout);
   fflush(stdout);
@@ -67,17 +68,14 @@ std::string ResultText(const json& result) {
     auto data = cli::Base64Decode(result["content_base64"].get<std::string>());
     if (data.ok()) {
       json shown = result;
-      try {
-        json probe = *data;  // throws on invalid UTF-8 when dumped
-        (void)probe.dump();
+      if (control::ValidUtf8(*data)) {
         shown.erase("content_base64");
         shown["content"] = *data;
-        return shown.dump(2);
-      } catch (const std::exception&) {
+        return control::Dump(shown, 2);
       }
     }
   }
-  return result.dump(2, ' ', false, json::error_handler_t::replace);
+  return control::Dump(result, 2);
 }
 
 class Server {
@@ -178,7 +176,7 @@ int RunMcp(const std::string& store, const std::string& cwd) {
     if (line.empty() || line == "\r") continue;
     json msg;
     try {
-      msg = json::parse(line);
+      msg = control::Parse(line);
     } catch (const std::exception& e) {
       ReplyError(nullptr, kParseError, std::string("parse error: ") + e.what());
       continue;

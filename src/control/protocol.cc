@@ -99,7 +99,7 @@ json ErrorJson(const Status& s) {
 }
 
 Status StatusFromError(const json& e) {
-  if (!e.is_object()) return Status::Errorf(kProtocol, "malformed error from layerfsd: {}", e.dump());
+  if (!e.is_object()) return Status::Errorf(kProtocol, "malformed error from layerfsd: {}", Dump(e));
   // A peer's fields of the wrong type are read as absent (json::value would throw on them).
   std::string code = e.contains("code") && e["code"].is_string() ? e["code"].get<std::string>() : "";
   std::string msg = e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : code;
@@ -114,7 +114,7 @@ Result<Reply> Call(Conn& c, const std::string& verb, const json& args, const std
   static std::atomic<uint64_t> next_id{1};
   const uint64_t id = next_id++;
   json req = {{"protocol", kVersion}, {"id", id}, {"verb", verb}, {"args", args}, {"cwd", cwd}};
-  std::string line = req.dump();
+  std::string line = Dump(req);
   if (line.size() > kMaxMessage) return Status::Errorf(kTooLarge, "request over {} bytes", kMaxMessage);
   // A daemon that refuses the connection (another user's) answers and closes before reading the
   // request: the send then fails, but its answer is waiting to be read, and says more.
@@ -128,7 +128,7 @@ Result<Reply> Call(Conn& c, const std::string& verb, const json& args, const std
     }
     json m;
     try {
-      m = json::parse(*got);
+      m = Parse(*got);
     } catch (const std::exception& e) {
       return Status::Errorf(kProtocol, "bad message from layerfsd: {}", e.what());
     }
@@ -141,7 +141,7 @@ Result<Reply> Call(Conn& c, const std::string& verb, const json& args, const std
     if (!m.contains("ok") || !m["ok"].is_boolean())
       return Status::Errorf(kProtocol, "bad message from layerfsd: {}", got->substr(0, 200));
     if (!m["id"].is_null() && m["id"] != id)
-      return Status::Errorf(kProtocol, "response for request {} while waiting for {}", m["id"].dump(), id);
+      return Status::Errorf(kProtocol, "response for request {} while waiting for {}", Dump(m["id"]), id);
     Reply r;
     if (m["ok"].get<bool>()) {
       r.result = m.value("result", json());
@@ -209,7 +209,7 @@ Status StartDaemon(const std::string& store, int idle_seconds) {
   if (pipe2(errpipe, O_CLOEXEC) != 0) return Errno("pipe");
   const std::string d = DaemonPath();
   const std::string idle = std::to_string(idle_seconds);
-  std::string quoted_path = json(d).dump();  // the path inside a JSON string, without its quotes
+  std::string quoted_path = Dump(json(d));  // the path inside a JSON string, without its quotes
   quoted_path = quoted_path.substr(1, quoted_path.size() - 2);
   pid_t pid = fork();
   if (pid < 0) {
@@ -247,7 +247,7 @@ Status StartDaemon(const std::string& store, int idle_seconds) {
     // layerfsd --json reports why as the protocol's error object, on its last line.
     while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
     const std::string last = err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);
-    json e = json::parse(last, nullptr, false);
+    json e = ParseOrDiscarded(last);
     Status why = e.is_object() && e.contains("error") ? StatusFromError(e["error"])
                                                       : Status::Error(EIO, last.empty() ? "no reason given" : last);
     return Status::Error(why.code(), "layerfsd failed to start: " + why.message());

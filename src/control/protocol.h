@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "control/json_bytes.h"
 #include "layerfs/status.h"
 
 namespace layerfs::control {
@@ -37,7 +38,7 @@ class Conn {
 
   // Sends one message (a line; `line` must hold no newline).
   Status SendLine(std::string_view line);
-  Status Send(const json& msg) { return SendLine(msg.dump()); }
+  Status Send(const json& msg) { return SendLine(Dump(msg)); }
   // The next message, without its newline. EPIPE when the peer closed between messages;
   // kProtocol when it closed in the middle of one (`*partial` gets how many bytes it had sent);
   // kTooLarge when a line grows past kMaxMessage (the connection is then unusable).

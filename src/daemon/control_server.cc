@@ -55,7 +55,7 @@ struct Request {
 Status Parse(const std::string& line, Request* r, bool* close) {
   json m;
   try {
-    m = json::parse(line);
+    m = control::Parse(line);
   } catch (const std::exception& e) {
     return Status::Errorf(kProtocol, "not a JSON message: {}", e.what());
   }
@@ -68,7 +68,7 @@ Status Parse(const std::string& line, Request* r, bool* close) {
                           control::kVersion);
   if (!m["protocol"].is_number_integer() || m["protocol"].get<int64_t>() != control::kVersion) {
     *close = true;
-    return Status::Errorf(kProtocol, "client speaks protocol {}, this layerfsd speaks {}", m["protocol"].dump(),
+    return Status::Errorf(kProtocol, "client speaks protocol {}, this layerfsd speaks {}", control::Dump(m["protocol"]),
                           control::kVersion);
   }
   if (!m.contains("id")) return Status::Error(kProtocol, "missing 'id'");
@@ -93,7 +93,7 @@ Status Parse(const std::string& line, Request* r, bool* close) {
 }
 
 std::string Brief(const json& args) {
-  std::string s = args.dump();
+  std::string s = control::Dump(args);
   return s.size() > 200 ? s.substr(0, 200) + "..." : s;
 }
 
@@ -122,12 +122,12 @@ void ControlServer::Serve(int fd) {
       msg["error"] = control::ErrorJson(s);
       if (!result.is_null()) msg["error"]["result"] = result;
     }
-    std::string line = msg.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string line = control::Dump(msg);
     if (line.size() > control::kMaxMessage) {
       line = json({{"id", id}, {"ok", false},
                    {"error", control::ErrorJson(Status::Errorf(kTooLarge, "the result is {} bytes, over the {} byte limit",
                                                                line.size(), control::kMaxMessage))}})
-                 .dump();
+                 .dump();  // no string of the caller's in it
     }
     (void)conn.SendLine(line);
   };

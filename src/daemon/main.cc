@@ -109,7 +109,7 @@ struct Daemon {
 
 // One start-up failure on stderr, as text or (--json) as the protocol's error object.
 void PrintStartFailure(const Status& s, bool as_json) {
-  if (as_json) fprintf(stderr, "%s\n", nlohmann::json{{"error", control::ErrorJson(s)}}.dump().c_str());
+  if (as_json) fprintf(stderr, "%s\n", control::Dump(nlohmann::json{{"error", control::ErrorJson(s)}}).c_str());
   else fprintf(stderr, "layerfsd: %s\n", s.message().c_str());
 }
 
@@ -176,7 +176,7 @@ int Main(int argc, char** argv) {
       if (msg == "ok") return 0;
       Status failed = Status::Error(EIO, "exited during start-up");
       if (!msg.empty()) {
-        nlohmann::json e = nlohmann::json::parse(msg, nullptr, false);
+        nlohmann::json e = control::ParseOrDiscarded(msg);
         failed = e.is_discarded() ? Status::Error(EIO, msg) : control::StatusFromError(e);
       }
       PrintStartFailure(failed, as_json);
@@ -202,7 +202,7 @@ int Main(int argc, char** argv) {
   // Tells whoever started us that we serve (s ok) or why we cannot.
   auto report = [&](const Status& s) {
     if (ready[1] >= 0) {
-      const std::string msg = s.ok() ? "ok" : control::ErrorJson(s).dump();
+      const std::string msg = s.ok() ? "ok" : control::Dump(control::ErrorJson(s));
       (void)!write(ready[1], msg.data(), msg.size());
       close(ready[1]);
       ready[1] = -1;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "control/json_bytes.h"
 #include "front/front.h"
 
 namespace {
@@ -151,14 +152,8 @@ int main(int argc, char** argv) {
                   {"cwd", cwd},
                   {"args", {{"argv", args}, {"store_env", store_env ? json(store_env) : json(nullptr)},
                             {"stderr_tty", isatty(STDERR_FILENO) == 1}}}};
-  // Arguments that are not UTF-8 cannot travel in JSON: the full CLI takes those.
-  std::string line;
-  try {
-    line = request.dump() + "\n";
-  } catch (const json::exception&) {
-    close(fd);
-    ExecFull(argv);
-  }
+  // Arguments that are not UTF-8 (file names are bytes) travel as \udcXX escapes.
+  std::string line = layerfs::control::Dump(request) + "\n";
   if (!SendAll(fd, line)) {
     close(fd);
     ExecFull(argv);
@@ -175,7 +170,7 @@ int main(int argc, char** argv) {
       fprintf(stderr, "layerfs: layerfsd: the connection ended before the command finished\n");
       return 1;
     }
-    json m = json::parse(line, nullptr, false);
+    json m = layerfs::control::ParseOrDiscarded(line);
     if (!m.is_object()) {
       fprintf(stderr, "layerfs: layerfsd: a reply that is not a JSON object\n");
       return 1;

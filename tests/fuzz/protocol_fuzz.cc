@@ -1,7 +1,9 @@
 // Fuzz target: the control protocol's framing and its client (src/control/protocol.h). The input
 // is what the other end of the socket sent before closing: the daemon reads it as request lines
 // (Conn::ReadLine, then each line as a JSON message), and a client that sent a request reads it
-// as the daemon's events and response (Call: progress events, errors, results).
+// as the daemon's events and response (Call: progress events, errors, results). Names are bytes
+// (control/json_bytes.h): any input as a string, and any message read, must come back whole
+// through Dump and Parse.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,6 +34,8 @@ bool Feed(const uint8_t* data, size_t size, int sv[2]) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  if (control::Parse(control::Dump(control::json(bytes))) != bytes) abort();
   int sv[2];
   // The daemon's side: lines, each a JSON message whose error objects a peer may echo.
   if (Feed(data, size, sv)) {
@@ -40,7 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       size_t partial = 0;
       auto line = server.ReadLine(&partial);
       if (!line.ok()) break;
-      auto m = control::json::parse(*line, nullptr, false);
+      auto m = control::ParseOrDiscarded(*line);
+      if (m.is_discarded()) continue;
+      if (control::Parse(control::Dump(m)) != m || control::Parse(control::Dump(m, 2)) != m) abort();
       if (m.is_object() && m.contains("error")) (void)control::StatusFromError(m["error"]);
     }
     close(sv[0]);
@@ -51,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t progress = 0;
     auto reply = control::Call(client, "log", control::json::object(), "/",
                                [&](const control::json& p) { progress += p.size(); });
-    if (reply.ok()) (void)reply->result.dump();
+    if (reply.ok()) (void)control::Dump(reply->result);
     close(sv[0]);
   }
   return 0;

@@ -14,4 +14,5 @@ export type { OpenOptions, InitOptions, CallOptions, ExecOptions, MountOptions, 
   MergeStepOptions } from "./store.js";
 export { PROTOCOL_VERSION, MAX_MESSAGE } from "./connection.js";
 export * from "./errors.js";
+export { nameToBytes, nameFromBytes } from "./names.js";
 export type * from "./types.js";

@@ -494,3 +494,21 @@ test("remotes over file:// URLs: push, clone, fetch, pull, a refused push", () =
     }
   }
 }));
+
+test("names that are not UTF-8 come back as \\udcXX and go out again", () => withRoot(async (root, storePath) => {
+  const s = await Store.init(storePath);
+  const mp = join(root, "mp");
+  mkdirSync(mp);
+  await s.mount("main", mp);
+  const raw = Buffer.from([0x62, 0x61, 0x64, 0xff, 0x2e, 0x74, 0x78, 0x74]); // "bad\xff.txt"
+  writeFileSync(Buffer.concat([Buffer.from(mp + "/"), raw]), "bytes\n");
+  const [e] = await s.listDir("main", "");
+  assert.equal(e.name, "bad\udcff.txt");
+  assert.deepEqual(layerfs.nameToBytes(e.name), raw);
+  assert.equal(layerfs.nameFromBytes(raw), e.name);
+  assert.equal((await s.readFile("main", e.name)).toString(), "bytes\n");
+  await s.writeFile("main", e.name + "2", "again\n");
+  assert.equal(readFileSync(Buffer.concat([Buffer.from(mp + "/"), raw, Buffer.from("2")]), "utf8"), "again\n");
+  const st = await s.status("main");
+  assert.deepEqual(st.changes.map((c) => c.path).sort(), ["bad\udcff.txt", "bad\udcff.txt2"]);
+}));

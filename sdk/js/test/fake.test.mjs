@@ -450,3 +450,15 @@ test("fields and events a newer daemon adds are ignored", () => withFake(async (
   assert.equal((await s.branches())[0].name, "main"); // and the connection is still in step
   s.close();
 }));
+
+test("nameToBytes and nameFromBytes are Python's surrogateescape", () => {
+  for (let round = 0; round < 500; round++) {
+    const b = randomBytes(round % 24);
+    const name = layerfs.nameFromBytes(b);
+    assert.deepEqual(layerfs.nameToBytes(name), b);
+  }
+  assert.equal(layerfs.nameFromBytes(Buffer.from("ünï😀")), "ünï😀");
+  assert.equal(layerfs.nameFromBytes(Buffer.from([0xed, 0xa0, 0x80])), "\udced\udca0\udc80");
+  assert.equal(layerfs.nameFromBytes(Buffer.from([0xc0, 0xaf])), "\udcc0\udcaf");
+  assert.deepEqual(layerfs.nameToBytes("a\udcffz"), Buffer.from([0x61, 0xff, 0x7a]));
+});

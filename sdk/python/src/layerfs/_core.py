@@ -208,7 +208,12 @@ def encode_request(rid: int, verb: str, args: Mapping[str, Any], cwd: str | None
     msg: dict[str, Any] = {"protocol": PROTOCOL_VERSION, "id": rid, "verb": verb, "args": dict(args)}
     if cwd:
         msg["cwd"] = cwd
-    line = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    try:
+        line = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError:
+        # A name that is not UTF-8, as os.fsdecode gives it (lone surrogates \udc80..\udcff):
+        # escaped, the daemon reads each back as its byte (docs/protocol.md).
+        line = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
     if len(line) > MAX_MESSAGE:
         raise errors.make_error("TOO_LARGE", f"request '{verb}' is {len(line)} bytes, over the protocol's {MAX_MESSAGE}")
     return line
