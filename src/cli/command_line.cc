@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace layerfs::cli {
@@ -161,19 +162,34 @@ namespace {
 // protocol message (or in memory).
 int Cat(const CommandLine& cl, const CallFn& call, Output& o) {
   constexpr int64_t kWindow = 16 << 20;
+  // The caller's own offset and length (read-file --offset/--length) bound the windows.
+  const json& user = cl.args.raw();
   int64_t off = 0;
+  std::optional<int64_t> left;
+  for (const char* name : {"offset", "length"}) {
+    if (!user.contains(name) || !user[name].is_number_integer()) continue;
+    const int64_t v = user[name].get<int64_t>();
+    if (v < 0)
+      return PrintOutcome(cl, Status::Invalid(fmt::format("{}: argument '{}' must not be negative", cl.verb->name, name)),
+                          nullptr, o);
+    if (name == std::string_view("offset")) off = v;
+    else left = v;
+  }
   for (;;) {
-    json a = cl.args.raw();
+    const int64_t want = left ? std::min(*left, kWindow) : kWindow;
+    json a = user;
     a["offset"] = off;
-    a["length"] = kWindow;
+    a["length"] = want;
     json result;
     Status s = call(*cl.verb, Args(a), &result, nullptr);
     if (!s.ok()) return PrintOutcome(cl, s, nullptr, o);
     auto data = Base64Decode(result["content_base64"].get<std::string>());
     if (!data.ok()) return PrintOutcome(cl, data.status(), nullptr, o);
     o.Out(*data);
-    off += static_cast<int64_t>(data->size());
-    if (static_cast<int64_t>(data->size()) < kWindow || off >= result["size"].get<int64_t>()) return 0;
+    const auto got = static_cast<int64_t>(data->size());
+    off += got;
+    if (left) *left -= got;
+    if ((left && *left <= 0) || got < want || off >= result["size"].get<int64_t>()) return 0;
   }
 }
 

@@ -92,6 +92,22 @@ Status Parse(const std::string& line, Request* r, bool* close) {
   return Status::Ok();
 }
 
+// A request's work, with an exception that escapes it (the core reports failures as Status; an
+// exception is a library's, or memory running out) answered as that request's failure: left to
+// unwind the connection's thread it would end the daemon and every mount it serves.
+template <typename F>
+Status Guarded(const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    spdlog::error("{}: out of memory", what);
+    return Status::Errorf(ENOMEM, "{}: out of memory", what);
+  } catch (const std::exception& e) {
+    spdlog::error("{}: internal error: {}", what, e.what());
+    return Status::Errorf(EIO, "{}: internal error: {}", what, e.what());
+  }
+}
+
 std::string Brief(const json& args) {
   std::string s = control::Dump(args);
   return s.size() > 200 ? s.substr(0, 200) + "..." : s;
@@ -158,7 +174,7 @@ void ControlServer::Serve(int fd) {
       }
       if (req.command_line) {
         json result;
-        s = RunCommandLine(conn, req.id, req.args, req.cwd, cred.uid, cred.gid, &result);
+        s = Guarded("cli", [&] { return RunCommandLine(conn, req.id, req.args, req.cwd, cred.uid, cred.gid, &result); });
         answer(req.id, s, result);
         Touch();
         continue;
@@ -169,7 +185,7 @@ void ControlServer::Serve(int fd) {
         (void)conn.Send({{"id", req.id}, {"event", "progress"}, {"progress", ProgressJson(p)}});
       };
       json result;
-      s = Run(*req.verb, req.args, req.cwd, cred.uid, cred.gid, progress, &result);
+      s = Guarded(req.verb->name, [&] { return Run(*req.verb, req.args, req.cwd, cred.uid, cred.gid, progress, &result); });
       if (!s.ok()) spdlog::info("{}: {} {}", req.verb->name, s.CodeName(), s.message());
       answer(req.id, s, s.ok() && result.is_null() ? json::object() : result);
       Touch();

@@ -232,6 +232,13 @@ def file_verbs(env: Env) -> None:
     check(env.run("read-file", "f", "d/e/blob").stdout == payload, "read-file text is the bytes")
     part = c.call("read_file", {"target": "f", "path": "d/e/blob", "offset": 10, "length": 5})
     check(base64.b64decode(part["content_base64"]) == payload[10:15] and part["size"] == 100_000, f"{part}")
+    # The CLI's text form honours --offset and --length too (it reads in windows of its own).
+    for extra, want in ((["--offset", "10", "--length", "5"], payload[10:15]), (["--offset", "99990"], payload[99990:]),
+                        (["--length", "0"], b""), (["--offset", "200000"], b""), (["--length", "7"], payload[:7])):
+        got = env.run("read-file", "f", "d/e/blob", *extra).stdout
+        check(got == want, f"read-file {extra}: {len(got)} bytes, want {len(want)}")
+    neg = env.run("read-file", "f", "d/e/blob", "--offset", "-1", check_rc=False)
+    check(neg.returncode == 1 and b"must not be negative" in neg.stderr, f"read-file --offset -1: {neg}")
     c.call("write_file", {"target": "f", "path": "d/e/blob", "content": "tail\n", "append": True})
     env.run("write-file", "g", "d/e/blob", "--content", "tail\n", "--append")
     c.call("write_file", {"target": "f", "path": "x.sh", "content": "#!/bin/sh\n", "mode": "0755"})
