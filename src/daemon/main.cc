@@ -192,8 +192,16 @@ int Main(int argc, char** argv) {
     // The log is opened by name: make sure the name is a regular file of ours, not a symlink a
     // crafted Store put there (base/store_files.h).
     const std::string log_path = store_path + "/layerfsd.log";
-    if (base::PrepareStoreFile(log_path, base::StoreFileMode(store_path)).ok())
+    if (base::PrepareStoreFile(log_path, base::StoreFileMode(store_path)).ok()) {
       spdlog::set_default_logger(spdlog::basic_logger_mt("layerfsd", log_path));
+      // What others write to our stderr goes to the log too: above all fusermount3, which
+      // libfuse runs to mount as a user and which says there why a mount was refused.
+      int log_fd = open(log_path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+      if (log_fd >= 0) {
+        dup2(log_fd, 2);
+        close(log_fd);
+      }
+    }
     spdlog::flush_every(std::chrono::seconds(1));
     // Errors reach the log at once: the daemon may be killed (or the disk fill) a second later.
     spdlog::flush_on(spdlog::level::warn);

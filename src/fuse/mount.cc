@@ -262,7 +262,7 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
     fuse_session_destroy(st.se);
     st.se = nullptr;
     st.unmounted = true;
-    return Status::Errorf(EIO, "cannot mount {} (see the fuse log)", mountpoint);
+    return Status::Errorf(EIO, "cannot mount {} (the kernel or fusermount3 refused it; the daemon's log, layerfsd.log in the Store, says why)", mountpoint);
   }
   {
     // The session's reads and writes go through UringTransport, which serves over io_uring when
