@@ -4,6 +4,7 @@
 #include "workspace/workspace.h"
 
 #include <linux/fs.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -686,6 +687,16 @@ Status Workspace::Impl::InitFresh(const ObjectId& commit) {
   root.ino = kRootIno;
   root.type = EntryType::kDir;
   root.perm = 0755;
+  // A Commit does not record its root's own attributes. The root belongs to the Store's owner
+  // (the owner of its directory; the process's own ids for a Store without one): owned by uid
+  // 0, a user's own mount refused them any change at its top.
+  root.uid = geteuid();
+  root.gid = getegid();
+  struct stat sst {};
+  if (!store_.path().empty() && stat(store_.path().c_str(), &sst) == 0) {
+    root.uid = sst.st_uid;
+    root.gid = sst.st_gid;
+  }
   root.has_origin = true;
   root.origin = c.root;
   root.count_known = true;

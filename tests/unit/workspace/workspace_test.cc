@@ -903,6 +903,35 @@ class WorkspaceDataLog : public ::testing::Test {
 // Whole blocks are written to the data log and only referenced from RocksDB; patches, folds,
 // truncation and reopening read back exactly; the commit folds them into history and the
 // segments are freed.
+// A Commit does not record its root's attributes; a fresh Workspace's root belongs to the Store's
+// owner, not to uid 0 (a user's own mount refused them any file at its top).
+TEST_F(WorkspaceDataLog, TheRootOfAFreshWorkspaceBelongsToTheStoresOwner) {
+  const std::string store_dir = dir_ / "store";
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(store_dir.c_str(), 4321, 4322), 0);
+  }
+  struct stat st {};
+  ASSERT_EQ(stat(store_dir.c_str(), &st), 0);
+  ASSERT_NE(st.st_uid, 0u);  // chowned above when root, else the user's own
+  ASSERT_TRUE(store_->Fork("b", "main").ok());
+  auto ws = Workspace::Open(*store_, {.read_only = false, .branch = "b", .commit = {}});
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  auto a = (*ws)->GetAttr(kRootIno);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->uid, st.st_uid);
+  EXPECT_EQ(a->gid, st.st_gid);
+  EXPECT_EQ(a->mode, S_IFDIR | 0755u);
+  // And after a reset, which starts the Workspace afresh.
+  AttrChange ch;
+  ch.uid = 7;
+  ch.gid = 7;
+  ASSERT_TRUE((*ws)->SetAttr(kRootIno, ch).ok());
+  ASSERT_TRUE((*ws)->Reset(std::nullopt).ok());
+  a = (*ws)->GetAttr(kRootIno);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->uid, st.st_uid);
+}
+
 TEST_F(WorkspaceDataLog, WholeBlocksLiveInTheLogUntilTheCommitFoldsThem) {
   Ino f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
   Write(f, 0, layerfs::testing::RandomBytes((1 << 20) + 1000, 1));
