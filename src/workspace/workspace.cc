@@ -25,6 +25,13 @@ namespace layerfs::workspace {
 using objects::Kind;
 
 namespace {
+
+// Who owns the Store: its directory's uid and gid, or this process's for a Store without one.
+std::pair<uint32_t, uint32_t> StoreOwner(const Store& store) {
+  struct stat st {};
+  if (!store.path().empty() && stat(store.path().c_str(), &st) == 0) return {st.st_uid, st.st_gid};
+  return {geteuid(), getegid()};
+}
 using objects::kMaxTreeDepth;
 constexpr uint64_t kMaxFileSize = 16ull << 40;  // as ext4 with 4 KiB blocks
 constexpr size_t kMaxLinkDirs = 1 << 20;        // directories holding hard links of a base Commit
@@ -690,13 +697,7 @@ Status Workspace::Impl::InitFresh(const ObjectId& commit) {
   // A Commit does not record its root's own attributes. The root belongs to the Store's owner
   // (the owner of its directory; the process's own ids for a Store without one): owned by uid
   // 0, a user's own mount refused them any change at its top.
-  root.uid = geteuid();
-  root.gid = getegid();
-  struct stat sst {};
-  if (!store_.path().empty() && stat(store_.path().c_str(), &sst) == 0) {
-    root.uid = sst.st_uid;
-    root.gid = sst.st_gid;
-  }
+  std::tie(root.uid, root.gid) = StoreOwner(store_);
   root.has_origin = true;
   root.origin = c.root;
   root.count_known = true;
@@ -879,6 +880,16 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(Store& store, const Workspace
       b.Delete(kv::Cf::kWorkspace, k);
       return true;
     }));
+    // A Workspace started by a build that gave every root to uid 0: a Store owned by someone
+    // else (who cannot chown to 0) gets its root back, as a fresh one would have it.
+    if (auto [uid, gid] = StoreOwner(store); uid != 0 && !kv.read_only()) {
+      auto root = impl->Load(kRootIno);
+      if (root.ok() && root->uid == 0 && root->gid == 0) {
+        root->uid = uid;
+        root->gid = gid;
+        impl->Put(&b, *root);
+      }
+    }
     if (!b.empty()) LFS_TRY(kv.Write(b, false));
   }
   std::string dp = impl->keys_.DirtyPrefix();

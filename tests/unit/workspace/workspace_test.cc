@@ -930,6 +930,18 @@ TEST_F(WorkspaceDataLog, TheRootOfAFreshWorkspaceBelongsToTheStoresOwner) {
   a = (*ws)->GetAttr(kRootIno);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->uid, st.st_uid);
+  // A root left to uid 0 by an older build (the same state as a chown to 0) is given back to the
+  // owner when the Workspace opens.
+  ch.uid = 0;
+  ch.gid = 0;
+  ASSERT_TRUE((*ws)->SetAttr(kRootIno, ch).ok());
+  ws->reset();
+  ws = Workspace::Open(*store_, {.read_only = false, .branch = "b", .commit = {}});
+  ASSERT_TRUE(ws.ok()) << ws.status().message();
+  a = (*ws)->GetAttr(kRootIno);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->uid, st.st_uid);
+  EXPECT_EQ(a->gid, st.st_gid);
 }
 
 TEST_F(WorkspaceDataLog, WholeBlocksLiveInTheLogUntilTheCommitFoldsThem) {
