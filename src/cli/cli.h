@@ -48,6 +48,9 @@ class MountService {
   // Runs fn with the branch's mount (if any) detached, then mounts it again.
   virtual Status WithBranchUnmounted(const std::string& branch, const std::function<Status()>& fn) = 0;
   virtual std::vector<MountInfo> List() = 0;
+  // Every write the kernel still holds for the mount at `mountpoint` reaches its Workspace
+  // (fuse::Mount::SettleWrites); ENOENT when this daemon serves no mount there.
+  virtual Status SettleWrites(const std::string& mountpoint) = 0;
 };
 
 struct Context {
@@ -79,6 +82,10 @@ std::string FormatTime(int64_t sec);
 // Flushes what the kernel still holds for the mount at `mp` (page cache, shared mmaps) to the
 // daemon, so a commit or merge sees every write made through it.
 Status SyncMount(const std::string& mp);
+// Before a verb reads `branch`'s Workspace (commit, status, merge, push): what the kernel holds
+// for its mount, `mp` or (empty) the one the daemon serves for the branch, reaches it, dirty
+// pages of shared mmaps included. Without a mount, nothing to do.
+Status SettleMount(Context& ctx, const std::string& branch, const std::string& mp);
 
 // The Store of the layerfs mount at or above `path`, from /proc/self/mountinfo; empty if none.
 inline std::string StoreOfMount(const std::string& path, std::string* mountpoint = nullptr) {

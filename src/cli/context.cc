@@ -116,6 +116,19 @@ Status SyncMount(const std::string& mp) {
   return Status::Ok();
 }
 
+Status SettleMount(Context& ctx, const std::string& branch, const std::string& mp) {
+  std::string at = mp;
+  if (at.empty() && ctx.mounts) {
+    if (auto m = ctx.mounts->MountpointOf(branch)) at = *m;
+  }
+  if (at.empty()) return Status::Ok();
+  if (ctx.mounts) {
+    Status s = ctx.mounts->SettleWrites(at);
+    if (s.code() != ENOENT) return s;
+  }
+  return SyncMount(at);
+}
+
 std::string FormatTime(int64_t sec) {
   time_t t = sec;
   struct tm tm;

@@ -92,7 +92,7 @@ Status RunMerge(Context& ctx, const MergeArgs& a, json* result) {
   if (mp.empty() && ctx.mounts) {
     if (auto m = ctx.mounts->MountpointOf(branch)) mp = *m;
   }
-  if (!mp.empty()) LFS_TRY(SyncMount(mp));
+  LFS_TRY(SettleMount(ctx, branch, mp));
   LFS_ASSIGN(auto* reg, ctx.Workspaces());
   LFS_ASSIGN(auto ws, reg->Get(branch));
   merge::MergeOutcome out;

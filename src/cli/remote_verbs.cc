@@ -248,7 +248,7 @@ Verb Pull() {
       if (!ctx.mounts) return std::string();
       auto mp = ctx.mounts->MountpointOf(b);
       if (!mp) return std::string();
-      LFS_TRY(SyncMount(*mp));
+      LFS_TRY(SettleMount(ctx, b, *mp));
       return *mp;
     };
     remote::FetchOptions o;

@@ -101,7 +101,7 @@ Verb Commit() {
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     std::string mp;
     LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
-    if (!mp.empty()) LFS_TRY(SyncMount(mp));
+    LFS_TRY(SettleMount(ctx, branch, mp));
     LFS_ASSIGN(Store * st, ctx.GetStore());
     LFS_ASSIGN(auto* reg, ctx.Workspaces());
     LFS_ASSIGN(auto ws, reg->Get(branch));
@@ -129,7 +129,7 @@ Verb StatusVerb() {
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     std::string mp;
     LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
-    if (!mp.empty()) LFS_TRY(SyncMount(mp));
+    LFS_TRY(SettleMount(ctx, branch, mp));
     // On a full disk the Store opens read-only, and its Workspace writes nothing.
     LFS_TRY(ctx.GetStore(/*read_only_ok=*/true).status());
     LFS_ASSIGN(auto* reg, ctx.Workspaces());

@@ -92,6 +92,15 @@ std::optional<std::string> MountTable::BranchAt(const std::string& mountpoint) {
   return it->second.branch;
 }
 
+Status MountTable::SettleWrites(const std::string& mountpoint) {
+  // Held throughout so the mount cannot go meanwhile; what the kernel sends for the syncs is
+  // served by the mount's own threads, which never take it.
+  std::lock_guard l(mu_);
+  auto it = mounts_.find(mountpoint);
+  if (it == mounts_.end() || !it->second.mount) return Status::Errorf(ENOENT, "no mount at {}", mountpoint);
+  return it->second.mount->SettleWrites();
+}
+
 std::optional<std::string> MountTable::MountpointOf(const std::string& branch) {
   std::lock_guard l(mu_);
   for (const auto& [mp, m] : mounts_)

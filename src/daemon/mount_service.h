@@ -23,6 +23,7 @@ class MountTable : public cli::MountService {
   std::optional<std::string> MountpointOf(const std::string& branch) override;
   Status WithBranchUnmounted(const std::string& branch, const std::function<Status()>& fn) override;
   std::vector<cli::MountInfo> List() override;
+  Status SettleWrites(const std::string& mountpoint) override;
 
   // Drops mounts the kernel ended (fusermount3 -u); returns how many remain.
   size_t Reap();

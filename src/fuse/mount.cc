@@ -359,4 +359,35 @@ std::vector<std::pair<std::string, uint64_t>> Mount::RequestCounts() const {
 
 size_t Mount::open_handles() const { return st_->ad ? st_->ad->open_handles.load() : 0; }
 
+Status Mount::SettleWrites() {
+  int root = open(mountpoint_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return Status::Errorf(errno, "open {}: {}", mountpoint_, strerror(errno));
+  const int rc = syncfs(root);
+  const int e = errno;
+  if (rc != 0) {
+    close(root);
+    return Status::Errorf(e, "sync {}: {}", mountpoint_, strerror(e));
+  }
+  std::vector<fuse_ino_t> inos;
+  if (st_->ad) {
+    std::lock_guard l(st_->ad->writers_mu);
+    for (const auto& [ino, n] : st_->ad->writers) inos.push_back(ino);
+  }
+  Status out;
+  for (fuse_ino_t ino : inos) {
+    const std::string path = st_->ad->ws->PathOf(ino);
+    // Unlinked since (no path): nothing a commit reads. Renamed or replaced since: what the name
+    // holds now is synced instead, harmlessly.
+    if (path.size() < 2 || path[0] != '/') continue;
+    int fd = openat(root, path.c_str() + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fdatasync(fd) != 0 && out.ok())
+      out = Status::Errorf(errno, "sync {}{}: {}", mountpoint_, path, strerror(errno));
+    close(fd);
+  }
+  close(root);
+  return out;
+}
+
 }  // namespace layerfs::fuse

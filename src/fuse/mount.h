@@ -57,6 +57,12 @@ class Mount {
   bool serving() const;
   // Files and directories the kernel has open on this mount.
   size_t open_handles() const;
+  // Makes sure every write the kernel still holds for this mount has reached the Workspace:
+  // syncfs, then an fdatasync of each regular file open for writing (by its path in the mount).
+  // A FUSE mount's syncfs starts the writeback of dirty pages (a shared mmap's) but does not
+  // wait for the WRITE requests to be served; fsync of the file does. Call it from a thread
+  // that serves no request of this mount.
+  Status SettleWrites();
   const std::string& mountpoint() const { return mountpoint_; }
   // "io_uring" when requests are served from per-CPU rings, else "/dev/fuse".
   std::string transport() const;

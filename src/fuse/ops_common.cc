@@ -131,8 +131,10 @@ int ReplyCreate(Adapter& ad, fuse_req_t req, const workspace::Attr& a, const fus
   fuse_entry_param e = EntryOf(ad, a);
   ad.AddLookup(a.ino, 1);
   ad.open_handles.fetch_add(1);
+  ad.AddWriter(a.ino, fi->flags);
   if (fuse_reply_create(req, &e, fi) != 0) {
     ad.open_handles.fetch_sub(1);
+    ad.DropWriter(a.ino, fi->flags);
     ad.Forget(a.ino, 1);
   }
   return 0;

@@ -54,7 +54,11 @@ int DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   // O_TRUNC arrives as a separate setattr (atomic_o_trunc is off); O_APPEND is the kernel's.
   SetOpenFlags(ad, fi);
   ad.open_handles.fetch_add(1);
-  if (fuse_reply_open(req, fi) != 0) ad.open_handles.fetch_sub(1);
+  ad.AddWriter(ino, fi->flags);
+  if (fuse_reply_open(req, fi) != 0) {
+    ad.open_handles.fetch_sub(1);
+    ad.DropWriter(ino, fi->flags);
+  }
   return 0;
 }
 
@@ -159,8 +163,10 @@ void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) noexcept {
   fuse_reply_err(req, 0);  // writes are already in the Workspace
 }
 
-void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) noexcept {
-  Ctx(req, Op::kRelease).open_handles.fetch_sub(1);
+void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
+  Adapter& ad = Ctx(req, Op::kRelease);
+  ad.open_handles.fetch_sub(1);
+  ad.DropWriter(ino, fi->flags);
   fuse_reply_err(req, 0);
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #define FUSE_USE_VERSION 314
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 
 #include <array>
@@ -47,6 +48,21 @@ struct Adapter {
   MountOptions opts;
   std::string mountpoint;  // for the log
   std::atomic<size_t> open_handles{0};
+  // Regular files open for writing, with how many such handles each: a shared writable mmap
+  // of one may hold dirty pages whose writeback syncfs does not wait for (Mount::SettleWrites).
+  std::mutex writers_mu;
+  std::unordered_map<fuse_ino_t, uint32_t> writers;
+  void AddWriter(fuse_ino_t ino, int flags) {
+    if ((flags & O_ACCMODE) == O_RDONLY) return;
+    std::lock_guard l(writers_mu);
+    writers[ino]++;
+  }
+  void DropWriter(fuse_ino_t ino, int flags) {
+    if ((flags & O_ACCMODE) == O_RDONLY) return;
+    std::lock_guard l(writers_mu);
+    auto it = writers.find(ino);
+    if (it != writers.end() && --it->second == 0) writers.erase(it);
+  }
   double timeout = kCacheTimeout;  // entry and attribute timeout of every reply
   // Measurement switches (environment, read at mount): LAYERFS_FUSE_KEEP_CACHE=0 keeps the page
   // cache across opens for read-only opens only, as before; LAYERFS_FUSE_CACHE_DIR=0 does not
