@@ -1488,20 +1488,30 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
 
 Status Workspace::Fallocate(Ino ino, int mode, uint64_t off, uint64_t len) {
   LFS_WRITABLE();
-  constexpr int kKeepSize = 1, kPunchHole = 2;
-  if (mode & ~(kKeepSize | kPunchHole)) return Status::Error(EOPNOTSUPP, "fallocate mode not supported");
-  if (mode & kPunchHole) {
-    if (!(mode & kKeepSize)) return Status::Error(EOPNOTSUPP, "punch hole needs keep size");
+  constexpr int kKeepSize = 1, kPunchHole = 2, kZeroRange = 0x10;
+  if (mode & ~(kKeepSize | kPunchHole | kZeroRange)) return Status::Error(EOPNOTSUPP, "fallocate mode not supported");
+  if ((mode & kPunchHole) && (mode & kZeroRange)) return Status::Error(EINVAL, "punch hole and zero range together");
+  if (mode & (kPunchHole | kZeroRange)) {
+    if ((mode & kPunchHole) && !(mode & kKeepSize)) return Status::Error(EOPNOTSUPP, "punch hole needs keep size");
     uint64_t size;
     {
       std::shared_lock l(impl_->mu_);
       LFS_ASSIGN(Inode n, impl_->Load(ino));
+      if (n.type != EntryType::kFile) return Status::Error(ENODEV, "not a regular file");
       size = n.size;
     }
-    if (off >= size) return Status::Ok();
-    std::string zeros(std::min(len, size - off), '\0');
-    auto w = Write(ino, off, zeros);
-    return w.ok() ? Status::Ok() : w.status();
+    if (off + len > kMaxFileSize) return Status::Error(EFBIG, "file too large");
+    // The bytes in the range that the file holds read as zeros: written as zeros, a window at a
+    // time (a hole of gigabytes must not be one buffer). Zero range then grows the file like
+    // a plain allocation unless asked to keep its size.
+    constexpr uint64_t kWindow = 1 << 20;
+    const std::string zeros(std::min<uint64_t>(kWindow, len), '\0');
+    const uint64_t end = off >= size ? off : std::min(off + len, size);
+    for (uint64_t at = off; at < end; at += kWindow) {
+      auto w = Write(ino, at, std::string_view(zeros).substr(0, std::min(kWindow, end - at)));
+      if (!w.ok()) return w.status();
+    }
+    if ((mode & kPunchHole) || (mode & kKeepSize)) return Status::Ok();
   }
   std::shared_lock l(impl_->mu_);
   Impl::InodeLocks il(*impl_, {ino});

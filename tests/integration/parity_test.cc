@@ -1,6 +1,7 @@
 // POSIX parity: each case runs the same syscalls on a LayerFS mount and on a directory of the
 // host file system (ext4 under /var/tmp) and the two logs must be identical.
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -190,6 +191,26 @@ void FallocateMode0(Log& s) {
   s.R("fallocate inside", fallocate(fd, 0, 10, 20));
   s.Fstat(fd);
   s.R("fallocate len 0", fallocate(fd, 0, 0, 0));
+  s.Close(fd);
+  s.Content("f");
+}
+
+// Punching a hole and zeroing a range (FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE), in a file's
+// middle, across its end, with and without keeping its size, and the combinations refused.
+void FallocateHolesAndZeros(Log& s) {
+  int fd = s.Open("create", "f", O_CREAT | O_RDWR);
+  s.Write("write", fd, Pattern(200000, 'h'));
+  s.R("punch 4096+65536", fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, 65536));
+  s.Pread("pread punched", fd, 32, 4090);
+  s.R("punch without keep size", fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 10));
+  s.R("punch past the end", fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 190000, 100000));
+  s.Fstat(fd);
+  s.R("zero 1000+3000", fallocate(fd, FALLOC_FL_ZERO_RANGE, 1000, 3000));
+  s.R("zero across the end, keep size", fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 170000, 100000));
+  s.Fstat(fd);
+  s.R("zero across the end", fallocate(fd, FALLOC_FL_ZERO_RANGE, 150000, 100000));
+  s.Fstat(fd);
+  s.R("zero and punch", fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 10));
   s.Close(fd);
   s.Content("f");
 }
@@ -703,6 +724,7 @@ const Case kCases[] = {
     {"TruncateGrowShrink", TruncateGrowShrink},
     {"SparseSeekDataHole", SparseSeekDataHole},
     {"FallocateMode0", FallocateMode0},
+    {"FallocateHolesAndZeros", FallocateHolesAndZeros},
     {"NegativeEntriesInvalidated", NegativeEntriesInvalidated},
     {"MkdirRmdir", MkdirRmdir},
     {"UnlinkDir", UnlinkDir},
