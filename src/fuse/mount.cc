@@ -379,7 +379,9 @@ Status Mount::SettleWrites() {
     // Unlinked since (no path): nothing a commit reads. Renamed or replaced since: what the name
     // holds now is synced instead, harmlessly.
     if (path.size() < 2 || path[0] != '/') continue;
-    int fd = openat(root, path.c_str() + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    constexpr int kFlags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    int fd = openat(root, path.c_str() + 1, O_RDONLY | kFlags);
+    if (fd < 0 && errno == EACCES) fd = openat(root, path.c_str() + 1, O_WRONLY | kFlags);  // mode 0200
     if (fd < 0) continue;
     struct stat st {};
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fdatasync(fd) != 0 && out.ok())
