@@ -31,6 +31,9 @@
 namespace layerfs::fuse {
 namespace {
 
+// While this thread mounts, the last error libfuse logs (MountCapturingStderr).
+thread_local std::string* g_mount_error = nullptr;
+
 constexpr int kInitTimeoutMs = 10'000;
 constexpr auto kDetachGrace = std::chrono::seconds(3);
 
@@ -50,6 +53,42 @@ void Init(void* userdata, fuse_conn_info* conn) noexcept {
   conn->max_readahead = kMaxReadahead;
   conn->time_gran = 1;
   static_cast<Adapter*>(userdata)->SignalInit(true);
+}
+
+// fuse_session_mount, with what is written to stderr meanwhile kept: a user's mount is made by
+// fusermount3, which says on stderr why it refused (allow_other without user_allow_other, no
+// passwd entry...). Its last line comes back in *refusal, else the last error libfuse logged
+// (no access to /dev/fuse); everything goes on to the real stderr and the log too. Mounts take
+// turns here, since stderr is the process's.
+int MountCapturingStderr(fuse_session* se, const char* where, std::string* refusal) {
+  static std::mutex mu;
+  std::lock_guard l(mu);
+  int p[2];
+  const int saved = dup(2);
+  if (saved < 0 || pipe2(p, O_CLOEXEC) != 0) {
+    if (saved >= 0) close(saved);
+    return fuse_session_mount(se, where);
+  }
+  fcntl(p[0], F_SETFL, O_NONBLOCK);
+  dup2(p[1], 2);
+  close(p[1]);
+  std::string logged;
+  g_mount_error = &logged;
+  const int rc = fuse_session_mount(se, where);
+  g_mount_error = nullptr;
+  dup2(saved, 2);
+  close(saved);
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(p[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(p[0]);
+  if (!text.empty()) (void)!write(2, text.data(), text.size());
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  const size_t nl = text.rfind('\n');
+  if (rc != 0) *refusal = !text.empty() ? (nl == std::string::npos ? text : text.substr(nl + 1)) : logged;
+  if (rc != 0 && text.empty() && logged.empty()) refusal->clear();
+  return rc;
 }
 
 // fuse_custom_io hooks: libfuse hands them the session's userdata, the Adapter.
@@ -89,6 +128,7 @@ void LogToSpdlog(fuse_log_level level, const char* fmt, va_list ap) {
   vsnprintf(buf, sizeof buf, fmt, ap);
   std::string_view msg(buf);
   while (!msg.empty() && msg.back() == '\n') msg.remove_suffix(1);
+  if (g_mount_error && level <= FUSE_LOG_ERR) g_mount_error->assign(msg);
   auto lvl = level <= FUSE_LOG_ERR ? spdlog::level::err
              : level <= FUSE_LOG_WARNING ? spdlog::level::warn
              : level <= FUSE_LOG_INFO ? spdlog::level::info
@@ -258,11 +298,13 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
   fuse_opt_free_args(&args);
   if (st.se == nullptr) return Status::Errorf(EINVAL, "fuse_session_new failed for {}", mountpoint);
   st.ad->se = st.se;
-  if (fuse_session_mount(st.se, real) != 0) {
+  std::string refusal;
+  if (MountCapturingStderr(st.se, real, &refusal) != 0) {
     fuse_session_destroy(st.se);
     st.se = nullptr;
     st.unmounted = true;
-    return Status::Errorf(EIO, "cannot mount {} (the kernel or fusermount3 refused it; the daemon's log, layerfsd.log in the Store, says why)", mountpoint);
+    if (!refusal.empty()) return Status::Errorf(EIO, "cannot mount {}: {}", mountpoint, refusal);
+    return Status::Errorf(EIO, "cannot mount {} (the kernel refused it; the fuse log in layerfsd.log says why)", mountpoint);
   }
   {
     // The session's reads and writes go through UringTransport, which serves over io_uring when

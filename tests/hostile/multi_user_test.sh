@@ -139,4 +139,28 @@ MOUNTED+=("$WORK/m2")
   "$LAYERFS" --store "$s" umount "$WORK/m2" >/dev/null
   [ -z "$(find "$s" -perm -002 -print -quit)" ] || fail "a world-writable file in the Store"
 )
+# ---- 5. a user's own Store: its Workspace's root is theirs (it was uid 0's: nothing could be
+# created at the top of their mount), or, where this host does not let the user mount, the
+# refusal is one line that says why (fusermount3's or libfuse's own reason).
+u=$WORK/user1
+mkdir -p "$u/m"
+chown -R 2001:2001 "$u"
+"${U1[@]}" "$LAYERFS" init "$u/s" >/dev/null
+set +e
+msg=$(cd "$u" && "${U1[@]}" "$LAYERFS" --store "$u/s" mount main "$u/m" 2>&1)
+rc=$?
+set -e
+if [ $rc -eq 0 ]; then
+  MOUNTED+=("$u/m")
+  owner=$("${U1[@]}" stat -c %u:%g "$u/m")
+  [ "$owner" = 2001:2001 ] || fail "the root of a user's mount is $owner"
+  "${U1[@]}" touch "$u/m/top" || fail "the user cannot create a file at the top of their mount"
+  "${U1[@]}" "$LAYERFS" --store "$u/s" umount "$u/m" >/dev/null
+else
+  [ $rc -eq 1 ] && [ "$(wc -l <<<"$msg")" = 1 ] &&
+    grep -Eq "^layerfs: cannot mount $u/m: .*(fusermount3|/dev/fuse)" <<<"$msg" ||
+    fail "a user's refused mount: exit $rc, '$msg'"
+  echo "multi-user: a user cannot mount on this host: $msg"
+fi
+for _ in $(seq 100); do [ -e "$u/s/layerfsd.pid" ] || break; sleep 0.1; done
 echo "multi-user: $checks operations by two users matched ext4 ($denied of them refused alike); socket and modes checked"
