@@ -188,9 +188,16 @@ Verb Reset() {
     }
     LFS_ASSIGN(auto* reg, ctx.Workspaces());
     LFS_ASSIGN(auto ws, reg->Get(branch));
-    auto reset = [&]() { return ws->Reset(to); };
-    if (ctx.mounts) LFS_TRY(ctx.mounts->WithBranchUnmounted(branch, reset));
-    else LFS_TRY(reset());
+    std::optional<std::string> mounted = ctx.mounts ? ctx.mounts->MountpointOf(branch) : std::nullopt;
+    if (mounted) {
+      // In place: the mount stays, with the files processes hold open and their working
+      // directories (a remount left those on a detached mount). Writes the kernel still holds
+      // land first, so they are discarded with the rest rather than after it.
+      LFS_TRY(SettleMount(ctx, branch, *mounted));
+      LFS_TRY(ws->ResetInPlace(to));
+    } else {
+      LFS_TRY(ws->Reset(to));
+    }
     *result = {{"branch", branch}, {"commit", ws->base_commit().Hex()}};
     return Status::Ok();
   };

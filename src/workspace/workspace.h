@@ -203,6 +203,13 @@ class Workspace {
   // Discards uncommitted changes; with `to`, also moves the branch there. Only while no file is
   // open (the caller checks).
   Status Reset(const std::optional<ObjectId>& to);
+  // The same, in place, for a Workspace a mount serves: every path that differs from the target
+  // (the base, or `to`) is given the target's entry through Apply (forced; files updated in
+  // place keep their inode, open ones read the target's bytes), the merge in progress if any
+  // ends, and the branch moves with it in one batch. The mount stays: processes keep their open
+  // files and working directories (a remount left those on a detached mount). The kernel is told
+  // through the invalidation sink.
+  Status ResetInPlace(const std::optional<ObjectId>& to);
 
   const std::string& branch() const { return opts_.branch; }
   bool read_only() const { return opts_.read_only; }

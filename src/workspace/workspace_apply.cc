@@ -125,7 +125,8 @@ class Applier {
   const ApplyRequest& req_;
   kv::Batch b_;
   std::map<Ino, Inode> inodes_;  // loaded and changed; written at the end
-  std::set<Ino> removed_;
+  // Entries removed so far: the Kv, read until the batch is written, still holds them.
+  std::set<std::pair<Ino, std::string>> removed_;
   std::map<std::string, Ino> dirs_;  // resolved directories by path
   std::map<std::string, std::vector<TreeEntry>> target_dirs_;
   ObjectId target_root_;
@@ -231,8 +232,10 @@ Status Applier::Remove(Inode* parent, const std::string& name, Ino child) {
     LFS_TRY(im_->DropLink(&b_, c, parent->ino));
   }
   b_.Delete(kv::Cf::kWorkspace, im_->keys_.Entry(parent->ino, name));
-  removed_.insert(child);
-  inodes_.erase(child);
+  removed_.insert({parent->ino, name});
+  // A file with another name left (a hard link) stays loaded, its link count dropped: a later
+  // removal of that name starts from it, not from the Kv's count.
+  if (c->is_dir() || c->nlink == 0) inodes_.erase(child);
   EntryChanged(parent, name);
   return Status::Ok();
 }
@@ -345,7 +348,7 @@ Status Applier::Run(std::vector<Notice>* notices) {
     }
     LFS_ASSIGN(Inode* dir, Get(parent));
     LFS_ASSIGN(auto cur, im_->GetEntry(parent, name));
-    if (cur && removed_.count(cur->first)) cur.reset();
+    if (cur && removed_.count({parent, name})) cur.reset();
     const Action a = ActionOf(*d);
     if (!d->after) {
       if (cur) LFS_TRY(Remove(dir, name, cur->first));
@@ -449,6 +452,57 @@ void Workspace::Notify(const std::vector<Ino>& inodes, const std::vector<std::pa
 void Workspace::SetInvalidationSink(InvalidationSink* sink) {
   std::lock_guard sl(impl_->sink_mu_);
   impl_->sink_ = sink;
+}
+
+namespace {
+// Path order of a tree walk: a directory, then everything below it, then its next sibling
+// ("w", "w/a", "w-b"): '/' sorts before every byte a name may hold.
+bool WalkOrder(const std::string& a, const std::string& b) {
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; i++) {
+    const unsigned char x = a[i] == '/' ? 0 : static_cast<unsigned char>(a[i]);
+    const unsigned char y = b[i] == '/' ? 0 : static_cast<unsigned char>(b[i]);
+    if (x != y) return x < y;
+  }
+  return a.size() < b.size();
+}
+}  // namespace
+
+Status Workspace::ResetInPlace(const std::optional<ObjectId>& to) {
+  if (opts_.read_only || impl_->scratch_) return Status::Error(EROFS, "read-only workspace");
+  Store& store = impl_->store_;
+  const ObjectId base = base_commit();
+  const ObjectId target = to ? *to : base;
+  // What is here now at every path that may differ from the target: the uncommitted changes,
+  // and, when the branch moves, the paths where the target differs from the base.
+  std::map<std::string, DiffEntry, decltype(&WalkOrder)> paths(&WalkOrder);
+  LFS_ASSIGN(auto changes, Changes());
+  for (auto& c : changes) paths[c.path] = DiffEntry{c.path, c.change, std::move(c.after), std::nullopt};
+  if (target != base) {
+    LFS_ASSIGN(auto b, store.GetCommit(base));
+    LFS_ASSIGN(auto t, store.GetCommit(target));
+    LFS_ASSIGN(auto moved, store.DiffTrees(b.root, t.root));
+    for (auto& d : moved)
+      if (!paths.count(d.path)) paths[d.path] = DiffEntry{d.path, d.change, std::move(d.before), std::nullopt};
+  }
+  ApplyRequest req;
+  for (auto& [path, d] : paths) {
+    auto e = store.Lookup(target, path);
+    if (e.ok()) d.after = std::move(*e);
+    else if (e.status().code() != ENOENT && e.status().code() != ENOTDIR) return e.status();
+    req.diff.push_back(std::move(d));
+  }
+  LFS_ASSIGN(auto record, MergeRecord());
+  if (req.diff.empty() && !record && target == base) return Status::Ok();
+  req.expected_base = base;
+  req.force = true;
+  req.new_base = target;
+  req.merge_record = std::string();
+  if (to) {
+    LFS_ASSIGN(auto head, store.BranchHead(opts_.branch));
+    req.publish = [&](kv::Batch* b) { return store.UpdateBranch(opts_.branch, head, target, b); };
+  }
+  return Apply(req);
 }
 
 Result<std::optional<std::string>> Workspace::MergeRecord() {

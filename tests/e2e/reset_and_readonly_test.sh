@@ -23,10 +23,31 @@ lfs reset "$M" >/dev/null
 [ "$(cat "$M/file")" = v2 ] || fail "reset kept the uncommitted write"
 [ ! -e "$M/junk" ] || fail "reset kept an uncommitted file"
 [ "$(cat "$M/second")" = new ] || fail "reset did not bring back a deleted file"
-# reset refuses while a file is open on the mount.
+# reset works in place: a file held open reads the head's bytes afterwards, and a process whose
+# working directory is in the mount goes on there (a remount left it on a detached mount:
+# "Transport endpoint is not connected"), the mount itself unchanged.
+dev=$(stat -c %d "$M")
+printf 'open scratch\n' >"$M/file"
+mkdir -p "$M/dir/sub"
+printf 'uncommitted\n' >"$M/dir/sub/x"
 exec 7<"$M/file"
-expect_fail reset "$M"
+(
+  cd "$M/dir" || exit 1
+  touch "$WORK/in-dir"
+  while [ ! -e "$WORK/go" ]; do sleep 0.05; done
+  { ls -a . | tr '\n' ' '; [ -e sub ] || echo gone; } >"$WORK/cwd.out" 2>&1
+) &
+cwd_pid=$!
+while [ ! -e "$WORK/in-dir" ]; do sleep 0.05; done
+lfs reset "$M" >/dev/null
+touch "$WORK/go"
+wait $cwd_pid
+[ "$(cat <&7)" = v2 ] || fail "a file open across reset does not read the head's bytes"
 exec 7<&-
+[ "$(cat "$WORK/cwd.out")" = ". .. gone" ] ||
+  fail "a working directory in the mount did not survive reset: '$(cat "$WORK/cwd.out")'"
+[ "$(stat -c %d "$M")" = "$dev" ] || fail "reset remounted"
+[ -z "$(lfs status "$M")" ] || fail "status after an in-place reset: $(lfs status "$M")"
 
 # reset --hard main~1 moves the branch; the mount shows the older tree.
 printf 'uncommitted\n' >"$M/file"

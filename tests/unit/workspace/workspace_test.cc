@@ -944,6 +944,78 @@ TEST_F(WorkspaceDataLog, TheRootOfAFreshWorkspaceBelongsToTheStoresOwner) {
   EXPECT_EQ(a->gid, st.st_gid);
 }
 
+// A reset in place (a mounted branch's) brings every kind of change back to the head, or to
+// another Commit with the branch moved, without dropping the Workspace: a file with a second
+// name made since loses it (Apply once left the second name of a hard link in place).
+TEST_F(WorkspaceDataLog, AResetInPlaceUndoesEveryKindOfChange) {
+  const Caller me{0, 0};
+  auto f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, me);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(ws_->Write(f->ino, 0, "head").ok());
+  auto d = ws_->Mkdir(kRootIno, "d", 0755, me);
+  ASSERT_TRUE(d.ok());
+  auto g = ws_->Mknod(d->ino, "g", S_IFREG | 0644, 0, me);
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE(ws_->Write(g->ino, 0, "g").ok());
+  auto first = ws_->Commit("first");
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(ws_->Write(f->ino, 0, "second").ok());
+  auto second = ws_->Commit("second");
+  ASSERT_TRUE(second.ok());
+  // Uncommitted: content, a hard link, a new tree, a removed tree, a mode.
+  ASSERT_TRUE(ws_->Write(f->ino, 0, "scratch!").ok());
+  ASSERT_TRUE(ws_->Link(f->ino, kRootIno, "f2").ok());
+  auto n = ws_->Mkdir(kRootIno, "n", 0755, me);
+  ASSERT_TRUE(n.ok());
+  ASSERT_TRUE(ws_->Mknod(n->ino, "x", S_IFREG | 0600, 0, me).ok());
+  ASSERT_TRUE(ws_->Unlink(d->ino, "g").ok());
+  ASSERT_TRUE(ws_->Rmdir(kRootIno, "d").ok());
+  AttrChange ch;
+  ch.mode = 0700;
+  ASSERT_TRUE(ws_->SetAttr(f->ino, ch).ok());
+  auto before = ws_->Changes();
+  ASSERT_TRUE(before.ok());
+  EXPECT_GE(before->size(), 5u);
+
+  ASSERT_TRUE(ws_->ResetInPlace(std::nullopt).ok());
+  auto after = ws_->Changes();
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->empty()) << after->front().path;
+  EXPECT_EQ(ws_->Lookup(kRootIno, "f2").status().code(), ENOENT);
+  EXPECT_EQ(ws_->Lookup(kRootIno, "n").status().code(), ENOENT);
+  auto f_now = ws_->LookupPath("f");
+  ASSERT_TRUE(f_now.ok());
+  EXPECT_EQ(f_now->nlink, 1u);
+  EXPECT_EQ(f_now->mode & 07777, 0644u);
+  EXPECT_EQ(*ws_->Read(f_now->ino, 0, 100), "second");
+  auto g_now = ws_->LookupPath("d/g");
+  ASSERT_TRUE(g_now.ok());
+  EXPECT_EQ(*ws_->Read(g_now->ino, 0, 100), "g");
+  EXPECT_EQ(ws_->base_commit(), *second);
+
+  // To another Commit, the branch moving with it.
+  ASSERT_TRUE(ws_->Write(f_now->ino, 0, "dirty again").ok());
+  ASSERT_TRUE(ws_->ResetInPlace(*first).ok());
+  EXPECT_EQ(ws_->base_commit(), *first);
+  auto head = store_->BranchHead("main");
+  ASSERT_TRUE(head.ok() && head->has_value());
+  EXPECT_EQ(**head, *first);
+  after = ws_->Changes();
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->empty());
+  f_now = ws_->LookupPath("f");
+  ASSERT_TRUE(f_now.ok());
+  EXPECT_EQ(*ws_->Read(f_now->ino, 0, 100), "head");
+  // And it survives a reopen as it is.
+  ReopenStore();
+  after = ws_->Changes();
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->empty());
+  f_now = ws_->LookupPath("f");
+  ASSERT_TRUE(f_now.ok());
+  EXPECT_EQ(*ws_->Read(f_now->ino, 0, 100), "head");
+}
+
 TEST_F(WorkspaceDataLog, WholeBlocksLiveInTheLogUntilTheCommitFoldsThem) {
   Ino f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
   Write(f, 0, layerfs::testing::RandomBytes((1 << 20) + 1000, 1));
