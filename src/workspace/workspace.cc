@@ -441,7 +441,12 @@ Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uin
   // Stored blocks straight into the zeroed result (a block holds the block's whole current bytes;
   // past its end, zeros); then committed bytes where no block is stored.
   std::vector<bool> stored(last - first + 1);
+  bool misplaced = false;  // a key in the range naming a block outside it: damaged records
   auto overlap = [&](uint64_t blk, uint64_t size, uint64_t* from, uint64_t* to) {
+    if (blk < first || blk > last) {
+      misplaced = true;
+      return false;
+    }
     uint64_t bstart = blk * kBlockSize;
     stored[blk - first] = true;
     *from = std::max(bstart, off);
@@ -456,6 +461,7 @@ Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uin
                            std::copy(v.begin() + (from - bstart), v.begin() + (to - bstart), out.begin() + (from - off));
                          return true;
                        }, snap));
+  if (misplaced) return Status::Corrupt(fmt::format("workspace: damaged block record of inode {}", n.ino));
   if (n.has_refs) {
     Status err;
     std::string tmp;
@@ -477,6 +483,7 @@ Result<std::string> Workspace::Impl::ReadRange(const Inode& n, uint64_t off, uin
                            return err.ok();
                          }, snap));
     LFS_TRY(err);
+    if (misplaced) return Status::Corrupt(fmt::format("workspace: damaged data-log record of inode {}", n.ino));
   }
   if (n.has_origin && off < n.valid_len) {
     LFS_ASSIGN(std::string o, ReadOrigin(n, off, len));

@@ -264,6 +264,30 @@ TEST_F(WorkspaceTest, ADirectoryInsideItselfIsDamageNotACrash) {
   EXPECT_NE(ch.status().message().find("inside itself"), std::string::npos) << ch.status().message();
 }
 
+// A block key inside a file's range whose block number lies outside it (damaged records; the
+// workspace fuzzer made one) is damage to report, not an index past the read's blocks.
+TEST_F(WorkspaceTest, ABlockKeyNamingABlockOutsideItsRangeIsDamageNotACrash) {
+  auto f = Create(kRootIno, "f", "x");
+  std::string any;
+  ASSERT_TRUE(kv_->Scan(kv::Cf::kWorkspace, std::string(), std::string(64, '\xff'), [&](auto k, auto) {
+    any = std::string(k);
+    return false;
+  }).ok());
+  ASSERT_GE(any.size(), 8u);
+  Keys keys(base::GetBigEndian64(any.data()));
+  std::string key = keys.Block(f, 0);
+  base::PutBigEndian64(&key, 12345);  // sorts between blocks 0 and 1, names block 12345
+  kv::Batch b;
+  b.Put(kv::Cf::kWorkspace, key, "zz");
+  ASSERT_TRUE(kv_->Write(b, false).ok());
+  auto r = ws_->Read(f, 0, 100);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), EIO) << r.status().message();
+  auto ch = ws_->Changes();
+  ASSERT_FALSE(ch.ok());
+  EXPECT_EQ(ch.status().code(), EIO) << ch.status().message();
+}
+
 TEST_F(WorkspaceTest, ResetDiscardsChanges) {
   Create(kRootIno, "a", "1");
   auto c1 = ws_->Commit("a");
