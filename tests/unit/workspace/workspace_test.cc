@@ -40,6 +40,18 @@ class WorkspaceTest : public ::testing::Test {
     ASSERT_TRUE(ws.ok()) << ws.status().message();
     ws_ = std::move(*ws);
   }
+  // The key schema of the one Workspace in the Kv (its id from its first record), for tests
+  // that plant damaged records.
+  Keys WorkspaceKeys() {
+    std::string any;
+    EXPECT_TRUE(kv_->Scan(kv::Cf::kWorkspace, std::string(), std::string(64, '\xff'), [&](auto k, auto) {
+      any = std::string(k);
+      return false;
+    }).ok());
+    EXPECT_GE(any.size(), 8u);
+    any.resize(8, '\0');
+    return Keys(base::GetBigEndian64(any.data()));
+  }
   Ino Create(Ino dir, const std::string& name, const std::string& data = "") {
     auto a = ws_->Mknod(dir, name, S_IFREG | 0644, 0, {});
     EXPECT_TRUE(a.ok()) << a.status().message();
@@ -241,13 +253,7 @@ TEST_F(WorkspaceTest, ADirectoryInsideItselfIsDamageNotACrash) {
   auto e = ws_->Mkdir(d->ino, "e", 0755, {});
   ASSERT_TRUE(e.ok());
   Create(e->ino, "f", "x");
-  std::string any;
-  ASSERT_TRUE(kv_->Scan(kv::Cf::kWorkspace, std::string(), std::string(64, '\xff'), [&](auto k, auto) {
-    any = std::string(k);
-    return false;
-  }).ok());
-  ASSERT_GE(any.size(), 8u);
-  Keys keys(base::GetBigEndian64(any.data()));
+  Keys keys = WorkspaceKeys();
   std::string v;
   base::PutVarint(&v, d->ino);
   v.push_back(static_cast<char>(EntryType::kDir));
@@ -268,13 +274,7 @@ TEST_F(WorkspaceTest, ADirectoryInsideItselfIsDamageNotACrash) {
 // workspace fuzzer made one) is damage to report, not an index past the read's blocks.
 TEST_F(WorkspaceTest, ABlockKeyNamingABlockOutsideItsRangeIsDamageNotACrash) {
   auto f = Create(kRootIno, "f", "x");
-  std::string any;
-  ASSERT_TRUE(kv_->Scan(kv::Cf::kWorkspace, std::string(), std::string(64, '\xff'), [&](auto k, auto) {
-    any = std::string(k);
-    return false;
-  }).ok());
-  ASSERT_GE(any.size(), 8u);
-  Keys keys(base::GetBigEndian64(any.data()));
+  Keys keys = WorkspaceKeys();
   std::string key = keys.Block(f, 0);
   base::PutBigEndian64(&key, 12345);  // sorts between blocks 0 and 1, names block 12345
   kv::Batch b;
