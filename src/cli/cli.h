@@ -79,8 +79,8 @@ struct Context {
 
 std::string FormatTime(int64_t sec);
 
-// Flushes what the kernel still holds for the mount at `mp` (page cache, shared mmaps) to the
-// daemon, so a commit or merge sees every write made through it.
+// syncfs of the mount at `mp`: starts the writeback of what the kernel holds for it, without
+// waiting for the daemon to be served (SettleMount does, for this daemon's own mounts).
 Status SyncMount(const std::string& mp);
 // Before a verb reads `branch`'s Workspace (commit, status, merge, push): what the kernel holds
 // for its mount, `mp` or (empty) the one the daemon serves for the branch, reaches it, dirty

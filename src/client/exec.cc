@@ -22,8 +22,8 @@
 #include <cstring>
 
 #include "client/client.h"
-#include "control/json_bytes.h"
 #include "client/session.h"
+#include "control/json_bytes.h"
 
 namespace layerfs::client {
 

@@ -18,8 +18,8 @@
 
 #include "cli/json_shapes.h"
 #include "client/client.h"
-#include "control/json_bytes.h"
 #include "client/session.h"
+#include "control/json_bytes.h"
 
 namespace layerfs::client {
 

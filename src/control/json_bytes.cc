@@ -42,7 +42,6 @@ bool IsStandIn(std::string_view s, size_t i) {
          (static_cast<uint8_t>(s[i + 3]) & 0xC0) == 0x80;
 }
 
-
 void DumpString(std::string_view s, std::string& out) {
   out.push_back('"');
   for (size_t i = 0; i < s.size();) {

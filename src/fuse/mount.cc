@@ -87,7 +87,6 @@ int MountCapturingStderr(fuse_session* se, const char* where, std::string* refus
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   const size_t nl = text.rfind('\n');
   if (rc != 0) *refusal = !text.empty() ? (nl == std::string::npos ? text : text.substr(nl + 1)) : logged;
-  if (rc != 0 && text.empty() && logged.empty()) refusal->clear();
   return rc;
 }
 
