@@ -498,10 +498,9 @@ Status Workspace::ResetInPlace(const std::optional<ObjectId>& to) {
   req.force = true;
   req.new_base = target;
   req.merge_record = std::string();
-  if (to) {
-    LFS_ASSIGN(auto head, store.BranchHead(opts_.branch));
-    req.publish = [&](kv::Batch* b) { return store.UpdateBranch(opts_.branch, head, target, b); };
-  }
+  // Outside the `if`: the publish hook runs later, inside Apply, and reads it.
+  LFS_ASSIGN(const std::optional<ObjectId> head, store.BranchHead(opts_.branch));
+  if (to) req.publish = [&](kv::Batch* b) { return store.UpdateBranch(opts_.branch, head, target, b); };
   return Apply(req);
 }
 
