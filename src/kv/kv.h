@@ -56,6 +56,18 @@ class Batch {
     bytes_ += e.key.size() + e.value.size();
     entries_.push_back(e);
   }
+  // Moves every entry of `other` to the end of this batch (in order, without copying their
+  // bytes), leaving `other` empty.
+  void Append(Batch&& other) {
+    bytes_ += other.bytes_;
+    if (entries_.empty()) {
+      entries_ = std::move(other.entries_);
+    } else {
+      entries_.reserve(entries_.size() + other.entries_.size());
+      for (auto& e : other.entries_) entries_.push_back(std::move(e));
+    }
+    other.Clear();
+  }
   const std::vector<Entry>& entries() const { return entries_; }
   size_t ApproximateBytes() const { return bytes_; }
   bool empty() const { return entries_.empty(); }

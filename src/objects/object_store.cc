@@ -505,8 +505,7 @@ Result<PutResult> ObjectStore::Put(Kind kind, std::string_view content,
 void ObjectStore::TakeBatch(kv::Batch* batch, Txn* txn) {
   if (txn) StageQueueList(batch, txn);
   auto move_out = [&](Txn& t) {
-    for (const auto& e : t.batch_.entries()) batch->Put(e.cf, e.key, e.value);
-    t.batch_.Clear();
+    batch->Append(std::move(t.batch_));
     t.records_.clear();
   };
   if (txn) return move_out(*txn);
@@ -515,7 +514,7 @@ void ObjectStore::TakeBatch(kv::Batch* batch, Txn* txn) {
 }
 
 void ObjectStore::Absorb(Txn* into, Txn* from) {
-  for (auto& e : from->batch_.entries()) into->batch_.Add(e);
+  into->batch_.Append(std::move(from->batch_));
   for (auto& [k, v] : from->records_) into->records_[k] = std::move(v);
   into->queued_.insert(into->queued_.end(), from->queued_.begin(), from->queued_.end());
   from->batch_.Clear();

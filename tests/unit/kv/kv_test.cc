@@ -107,6 +107,35 @@ TEST_P(KvTest, PatchOutsideWorkspaceFamilyIsRefusedWholeBatch) {
   EXPECT_FALSE(v->has_value());  // nothing of the batch applied
 }
 
+TEST_P(KvTest, AnAppendedBatchKeepsEveryOperationInOrder) {
+  Batch first, staged;
+  first.Put(Cf::kWorkspace, "a", "1");
+  staged.Put(Cf::kWorkspace, "b", std::string(300000, 'x'));
+  staged.Delete(Cf::kWorkspace, "a");
+  staged.Put(Cf::kWorkspace, "a", "3");
+  staged.Delete(Cf::kWorkspace, "c");
+  const size_t bytes = first.ApproximateBytes() + staged.ApproximateBytes();
+  first.Append(std::move(staged));
+  EXPECT_TRUE(staged.empty());
+  EXPECT_EQ(staged.ApproximateBytes(), 0u);
+  ASSERT_EQ(first.entries().size(), 5u);
+  EXPECT_EQ(first.entries()[2].op, Batch::Op::kDelete);
+  EXPECT_EQ(first.ApproximateBytes(), bytes);
+  Batch c;
+  c.Put(Cf::kWorkspace, "c", "4");
+  ASSERT_TRUE(kv_->Write(c, false).ok());
+  ASSERT_TRUE(kv_->Write(first, true).ok());
+  EXPECT_EQ(GetOr("a"), "3");
+  EXPECT_EQ(GetOr("b"), std::string(300000, 'x'));
+  EXPECT_EQ(GetOr("c"), "<absent>");
+  // Into an empty batch the entries move whole.
+  Batch empty, more;
+  more.Put(Cf::kWorkspace, "d", "5");
+  empty.Append(std::move(more));
+  ASSERT_EQ(empty.entries().size(), 1u);
+  EXPECT_EQ(empty.entries()[0].value, "5");
+}
+
 TEST(PatchCodec, RejectsMalformedOperands) {
   std::string v = "abc";
   EXPECT_FALSE(ApplyPatch("\x01\x02", &v));
