@@ -478,8 +478,19 @@ Status S3Client::CreateBucket(std::string_view where) {
   if (c.curl_code == CURLE_OK && c.status >= 200 && c.status < 300) return Status::Ok();
   std::string code = c.ErrorCode();
   if (c.status == 409 && code == "BucketAlreadyOwnedByYou") return Status::Ok();
-  if (c.status == 409 && code == "BucketAlreadyExists")
+  if (c.status == 409 && code == "BucketAlreadyExists") {
+    // radosgw answers so a request of the bucket's own owner that races another creating it (a
+    // remote's first writes come from several threads): the bucket is ours if we may read it.
+    for (int attempt = 0; attempt < 3; attempt++) {
+      HttpCall head;
+      head.method = "HEAD";
+      Perform(&head);
+      if (head.curl_code == CURLE_OK && head.status >= 200 && head.status < 300) return Status::Ok();
+      if (head.curl_code == CURLE_OK && head.status != 404) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));  // not visible yet
+    }
     return Status::Errorf(EACCES, "{}: bucket '{}' belongs to someone else", where, url_.location);
+  }
   return c.Failure(fmt::format("{}: create bucket '{}'", where, url_.location));
 }
 

@@ -263,6 +263,40 @@ TEST(S3RequestTest, ListingFollowsContinuationTokens) {
       << reqs[1];
 }
 
+// A first write finds no bucket and makes it; radosgw answers "BucketAlreadyExists" to an
+// owner whose request raced another of its own making it. The bucket is ours when a HEAD of it
+// succeeds, and the write goes on; when the HEAD is refused, the bucket is someone else's.
+TEST(S3RequestTest, ABucketMadeMeanwhileByItsOwnerIsNotSomeoneElses) {
+  CleanAwsEnv env;
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "A"), s("AWS_SECRET_ACCESS_KEY", "B");
+  std::atomic<int> puts{0};
+  std::atomic<int> head_status{200};
+  ScriptedServer server([&](const std::string& req) {
+    if (req.starts_with("PUT /bkt HTTP/1.1"))
+      return Answer(409, "<Error><Code>BucketAlreadyExists</Code><Message>exists</Message></Error>");
+    if (req.starts_with("HEAD /bkt HTTP/1.1")) return Answer(head_status.load());
+    if (req.starts_with("PUT /bkt/"))
+      return puts++ == 0 ? Answer(404, "<Error><Code>NoSuchBucket</Code><Message>none</Message></Error>")
+                         : Answer(200, "", "ETag: \"ab\"\r\n");
+    return Answer(500);
+  });
+  auto t = OpenTransport(fmt::format("s3://bkt?endpoint={}", server.endpoint()));
+  ASSERT_TRUE(t.ok());
+  Status w = (*t)->Put("packs/p1", "payload");
+  ASSERT_TRUE(w.ok()) << w.message();
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_TRUE(reqs[1].starts_with("PUT /bkt HTTP/1.1")) << reqs[1];
+  EXPECT_TRUE(reqs[2].starts_with("HEAD /bkt HTTP/1.1")) << reqs[2];
+  EXPECT_TRUE(reqs[3].starts_with("PUT /bkt/packs/p1 HTTP/1.1")) << reqs[3];
+  puts = 0;
+  head_status = 403;
+  Status refused = (*t)->Put("packs/p2", "payload");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), EACCES);
+  EXPECT_NE(refused.message().find("bucket 'bkt' belongs to someone else"), std::string::npos) << refused.message();
+}
+
 TEST(S3RequestTest, AServerThatNeverAnswersTimesOut) {
   CleanAwsEnv env;
   ScopedEnv k("AWS_ACCESS_KEY_ID", "A"), s("AWS_SECRET_ACCESS_KEY", "B"), to("LAYERFS_REMOTE_TIMEOUT", "2");

@@ -283,6 +283,25 @@ TEST_P(TransportContract, RacingIncrementsCountExactly) {
   EXPECT_EQ((*end)->value, std::to_string(kThreads * kEach)) << stale.load() << " stale attempts";
 }
 
+// A remote's first writes at once, each from its own connection (a push's packs go up in
+// parallel): where the first write makes the remote's container (an S3 bucket), those makings
+// race, and radosgw answers the losers "BucketAlreadyExists" as if another owner had it. Every
+// write lands.
+TEST_P(TransportContract, FirstWritesOfManyConnectionsAllLand) {
+  constexpr int kThreads = 6;
+  std::vector<std::unique_ptr<Transport>> conns;
+  for (int i = 0; i < kThreads; i++) conns.push_back(Open());
+  std::vector<Status> got(kThreads);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kThreads; i++)
+    ts.emplace_back([&, i] { got[i] = conns[i]->Put("first/" + std::to_string(i), "v" + std::to_string(i)); });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < kThreads; i++) {
+    EXPECT_TRUE(got[i].ok()) << got[i].message();
+    EXPECT_EQ(GetOr("first/" + std::to_string(i)), "v" + std::to_string(i));
+  }
+}
+
 TEST_P(TransportContract, BadKeysAreRefused) {
   const std::vector<std::string> bad = {"", "/a", "a/../b", "..", ".", "a/./b", "a//b", "a/",
                                         "a b", std::string("a\0b", 3), "caf\xc3\xa9", "a\\b",
