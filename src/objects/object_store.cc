@@ -517,7 +517,6 @@ void ObjectStore::Absorb(Txn* into, Txn* from) {
   into->batch_.Append(std::move(from->batch_));
   for (auto& [k, v] : from->records_) into->records_[k] = std::move(v);
   into->queued_.insert(into->queued_.end(), from->queued_.begin(), from->queued_.end());
-  from->batch_.Clear();
   from->records_.clear();
   from->queued_.clear();
 }

@@ -485,8 +485,9 @@ Status S3Client::CreateBucket(std::string_view where) {
       HttpCall head;
       head.method = "HEAD";
       Perform(&head);
-      if (head.curl_code == CURLE_OK && head.status >= 200 && head.status < 300) return Status::Ok();
-      if (head.curl_code == CURLE_OK && head.status != 404) break;
+      if (head.curl_code != CURLE_OK) return head.Failure(fmt::format("{}: bucket '{}'", where, url_.location));
+      if (head.status >= 200 && head.status < 300) return Status::Ok();
+      if (head.status != 404) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));  // not visible yet
     }
     return Status::Errorf(EACCES, "{}: bucket '{}' belongs to someone else", where, url_.location);
