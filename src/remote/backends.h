@@ -9,8 +9,9 @@
 
 namespace layerfs::remote {
 
-// file:///PATH: one file per blob under PATH (see file_transport.cc for the layout).
-Result<std::unique_ptr<Transport>> OpenFileTransport(const RemoteUrl& url);
+// file:///PATH: one file per blob under PATH (see file_transport.cc for the layout); a missing
+// PATH is made unless `existing`.
+Result<std::unique_ptr<Transport>> OpenFileTransport(const RemoteUrl& url, bool existing);
 // rados://POOL[/NAMESPACE] through librados.
 Result<std::unique_ptr<Transport>> OpenRadosTransport(const RemoteUrl& url);
 // s3://BUCKET[/PREFIX]?endpoint=... through libcurl.

@@ -170,12 +170,12 @@ void SetTransportOpenerForTesting(TransportOpener opener) {
   g_opener = std::move(opener);
 }
 
-Result<std::shared_ptr<Transport>> Connect(std::string_view url) {
+Result<std::shared_ptr<Transport>> Connect(std::string_view url, bool existing) {
   {
     std::lock_guard l(g_opener_mu);
     if (g_opener) return g_opener(url);
   }
-  LFS_ASSIGN(auto t, OpenTransport(url));
+  LFS_ASSIGN(auto t, OpenTransport(url, existing));
   return std::shared_ptr<Transport>(std::move(t));
 }
 

@@ -49,6 +49,7 @@ std::string RandomHex(size_t digits);
 // Opens the transport of a URL; tests may substitute their own (nullptr restores the default).
 using TransportOpener = std::function<Result<std::shared_ptr<Transport>>(std::string_view url)>;
 void SetTransportOpenerForTesting(TransportOpener opener);
-Result<std::shared_ptr<Transport>> Connect(std::string_view url);
+// `existing`: as OpenTransport's (a missing file:// directory is ENOENT, not made).
+Result<std::shared_ptr<Transport>> Connect(std::string_view url, bool existing = false);
 
 }  // namespace layerfs::remote

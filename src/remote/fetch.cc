@@ -204,7 +204,9 @@ void Undo(const std::string& path, bool created) {
 }  // namespace
 
 Result<CloneResult> Clone(const std::string& url, const std::string& path, const CloneOptions& opts) {
-  LFS_ASSIGN(auto t, Connect(url));
+  // A directory remote is made by its first push; cloning one that is not there is a mistyped
+  // path, not an empty remote. An empty remote is an empty directory.
+  LFS_ASSIGN(auto t, Connect(url, /*existing=*/true));
   std::optional<RemoteConfig> cfg;
   {
     auto data = t->Get("config");

@@ -414,9 +414,9 @@ class FileTransport : public Transport {
 
 }  // namespace
 
-Result<std::unique_ptr<Transport>> OpenFileTransport(const RemoteUrl& url) {
+Result<std::unique_ptr<Transport>> OpenFileTransport(const RemoteUrl& url, bool existing) {
   int fd = open(url.location.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) {
+  if (fd < 0 && errno == ENOENT && !existing) {
     std::error_code ec;
     std::filesystem::create_directories(url.location, ec);
     if (ec) return Status::Errorf(ec.value(), "remote {}: cannot create {}: {}", url.text, url.location, ec.message());

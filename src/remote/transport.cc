@@ -182,9 +182,9 @@ int RemoteTimeoutSeconds() {
   return v > 86400 ? 86400 : static_cast<int>(v);
 }
 
-Result<std::unique_ptr<Transport>> OpenTransport(std::string_view url) {
+Result<std::unique_ptr<Transport>> OpenTransport(std::string_view url, bool existing) {
   LFS_ASSIGN(RemoteUrl u, RemoteUrl::Parse(url));
-  if (u.kind == "file") return OpenFileTransport(u);
+  if (u.kind == "file") return OpenFileTransport(u, existing);
   if (u.kind == "rados") return OpenRadosTransport(u);
   return OpenS3Transport(u);
 }

@@ -104,8 +104,10 @@ class Transport {
 };
 
 // Opens the backend a URL names. Does not contact the remote beyond what the backend needs to
-// connect (RADOS: the cluster handle and pool; S3: nothing until the first request).
-Result<std::unique_ptr<Transport>> OpenTransport(std::string_view url);
+// connect (RADOS: the cluster handle and pool; S3: nothing until the first request). A file://
+// directory that is not there is made, unless `existing` (clone: a missing directory is a
+// mistyped path, ENOENT); RADOS pools must exist, and an absent S3 bucket is an empty remote.
+Result<std::unique_ptr<Transport>> OpenTransport(std::string_view url, bool existing = false);
 
 // Checks a key against the rules above (EINVAL with the key named otherwise).
 Status CheckKey(std::string_view key);

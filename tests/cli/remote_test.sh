@@ -45,7 +45,13 @@ lfs clone --lazy "$R" "$WORK/c2" >/dev/null
 expect_fail clone "file://$R" "$WORK/c1"
 expect_fail clone "ftp://host/x" "$WORK/c3"
 [ ! -e "$WORK/c3" ] || fail "a failed clone left its directory"
-# An empty remote clones as a new Store whose first push gives the remote its history.
+expect_fail clone "file://$WORK/nowhere" "$WORK/c3"
+[ ! -e "$WORK/c3" ] && [ ! -e "$WORK/nowhere" ] || fail "a clone from a missing directory left something"
+out=$(lfs clone "$WORK/nowhere" "$WORK/c3" 2>&1) && fail "a clone from a missing path succeeded"
+grep -q "nowhere: No such file or directory" <<<"$out" || fail "a clone from a missing path does not say why: $out"
+# An empty remote (an empty directory) clones as a new Store whose first push gives the remote
+# its history.
+mkdir "$WORK/empty"
 lfs clone "file://$WORK/empty" "$WORK/c4" | grep -q "empty" || fail "clone of an empty remote does not say so"
 LAYERFS_STORE=$WORK/c4 lfs push origin main >/dev/null
 lfs clone "file://$WORK/empty" "$WORK/c5" >/dev/null

@@ -73,6 +73,25 @@ TEST(RemoteUrlTest, RefusesMalformedUrls) {
   EXPECT_EQ(OpenTransport("nope://x").status().code(), EINVAL);
 }
 
+// Opened for a clone, a directory that is not there is ENOENT and stays absent; otherwise it is
+// made (a push makes its remote).
+TEST(FileTransportTest, AMissingDirectoryIsMadeUnlessItMustExist) {
+  testing::TempDir d;
+  const std::string root = d.path() + "/a/b";
+  auto missing = OpenTransport("file://" + root, /*existing=*/true);
+  EXPECT_EQ(missing.status().code(), ENOENT);
+  EXPECT_NE(missing.status().message().find(root), std::string::npos) << missing.status().message();
+  EXPECT_FALSE(std::filesystem::exists(d.path() + "/a"));
+  auto made = OpenTransport("file://" + root);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_TRUE(std::filesystem::is_directory(root));
+  auto there = OpenTransport("file://" + root, /*existing=*/true);
+  ASSERT_TRUE(there.ok()) << there.status().message();
+  auto keys = (*there)->List("");
+  ASSERT_TRUE(keys.ok());
+  EXPECT_TRUE(keys->empty());
+}
+
 TEST(FileTransportTest, LayoutKeepsKeysApartFromDirectoriesAndTemporaries) {
   testing::TempDir d;
   auto t = OpenTransport("file://" + d.path() + "/new/remote");  // created on open
