@@ -45,7 +45,42 @@
 #include "kv/rocks_sync_order.h"
 #include "kv/space_guard.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define LAYERFS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LAYERFS_TSAN 1
+#endif
+#endif
+#ifdef LAYERFS_TSAN
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
+#endif
+
 namespace layerfs::kv {
+
+namespace {
+
+// Debian's RocksDB is not built with ThreadSanitizer: TSan sees none of its own accesses nor the
+// atomics that order them, only the memcpy calls it makes through libstdc++, and with no RocksDB
+// frame on those stacks (TSan keeps the frames of instrumented code only) tests/tsan.supp cannot
+// name them. The leader of a write group appends the group's batches into one buffer that the
+// next leader reuses: two threads' copies into it, ordered by RocksDB's atomics, were reported
+// as a race. A TSan build ignores the calling thread's accesses for the engine's write; the
+// locks it takes still order what comes before and after. Nothing in other builds.
+class EngineCall {
+ public:
+#ifdef LAYERFS_TSAN
+  EngineCall() { __tsan_ignore_thread_begin(); }
+  ~EngineCall() { __tsan_ignore_thread_end(); }
+#else
+  EngineCall() = default;
+#endif
+  EngineCall(const EngineCall&) = delete;
+  EngineCall& operator=(const EngineCall&) = delete;
+};
+
+}  // namespace
 
 const char* CfName(Cf cf) {
   static const char* kNames[kNumCfs] = {"default", "blobs", "trees", "commits", "index", "workspace", "chunks"};
@@ -315,6 +350,7 @@ class RocksKv : public Kv {
       rocksdb::Status s;
       {
         std::shared_lock wl(write_mu_);
+        [[maybe_unused]] EngineCall engine;
         s = d->db->Write(wo, &wb);
       }
       if (s.ok()) {
