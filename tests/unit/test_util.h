@@ -16,7 +16,38 @@
 
 #include <gtest/gtest.h>
 
+// LAYERFS_TEST_SANITIZED: built with AddressSanitizer or ThreadSanitizer (clang or gcc);
+// LAYERFS_TEST_TSAN: with ThreadSanitizer.
+#if defined(__SANITIZE_THREAD__)
+#define LAYERFS_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LAYERFS_TEST_TSAN 1
+#endif
+#endif
+#if defined(LAYERFS_TEST_TSAN) || defined(__SANITIZE_ADDRESS__)
+#define LAYERFS_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LAYERFS_TEST_SANITIZED 1
+#endif
+#endif
+
 namespace layerfs::testing {
+
+// Long model tests take fewer steps under a sanitizer, where each step costs several times more:
+// what they check is the variety of the steps, which a third of them still covers.
+#ifdef LAYERFS_TEST_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+// Under ThreadSanitizer, single-threaded parts of long tests have nothing to race.
+#ifdef LAYERFS_TEST_TSAN
+inline constexpr bool kThreadSanitized = true;
+#else
+inline constexpr bool kThreadSanitized = false;
+#endif
 
 // A fresh directory under $TMPDIR, removed (recursively) on destruction.
 class TempDir {
