@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -177,16 +179,17 @@ TEST_F(WorkspaceFaults, DiskFillingRightAfterACommitKeepsTheCommit) {
 // write is ENOSPC before a byte is appended, and the file is as it was.
 TEST_F(WorkspaceFaults, DataLogAppendsRefusedBelowTheFloor) {
   Ino f = Create("f", RandomBytes(1 << 20, 3));
-  uint64_t free = 10 << 20;
-  store_->space().SetFreeBytesForTest([&] { return free; });
+  // Shared with the hook: the fixture's Store asks again when it closes, after this body.
+  auto free = std::make_shared<std::atomic<uint64_t>>(10 << 20);
+  store_->space().SetFreeBytesForTest([free] { return free->load(); });
   auto w = ws_->Write(f, 0, RandomBytes(2 << 20, 4));
   EXPECT_EQ(w.status().code(), ENOSPC);
   EXPECT_NE(w.status().message().find("keeps"), std::string::npos) << w.status().message();
   EXPECT_EQ(ReadAll(f), RandomBytes(1 << 20, 3));
   // Deleting still works, and frees what the file held.
   EXPECT_TRUE(ws_->Unlink(kRootIno, "f").ok());
-  free = 1ull << 30;
-  store_->space().SetFreeBytesForTest([&] { return free; });
+  *free = 1ull << 30;
+  store_->space().SetFreeBytesForTest([free] { return free->load(); });
   Ino g = Create("g", RandomBytes(2 << 20, 4));
   EXPECT_EQ(ReadAll(g), RandomBytes(2 << 20, 4));
 }

@@ -1147,8 +1147,10 @@ TEST_F(WorkspaceDataLog, CollectionsAreSpacedAndStillFreeTheSegments) {
 // next request.
 TEST_F(WorkspaceDataLog, CollectionsAreNotSpacedWhenTheDiskIsShortOfRoom) {
   kv::SpaceGuard& space = store_->space();
-  std::atomic<uint64_t> free_bytes{100ull << 20};  // above the floor: writes are admitted
-  space.SetFreeBytesForTest([&] { return free_bytes.load(); });
+  // Shared with the hook: the Store asks for free bytes again when the fixture closes it, after
+  // this body's locals are gone.
+  auto free_bytes = std::make_shared<std::atomic<uint64_t>>(100ull << 20);  // above the floor
+  space.SetFreeBytesForTest([free_bytes] { return free_bytes->load(); });
   EXPECT_TRUE(DataLogCollector::ShortOfRoom(space));
   DataLogCollector collector(*store_, std::chrono::hours(1));
   auto write_and_drop = [&](const std::string& name, int seed) {
@@ -1166,11 +1168,11 @@ TEST_F(WorkspaceDataLog, CollectionsAreNotSpacedWhenTheDiskIsShortOfRoom) {
   };
   write_and_drop("a", 1);
   EXPECT_TRUE(freed_within(std::chrono::seconds(10)));
-  free_bytes = 1ull << 40;
+  *free_bytes = 1ull << 40;
   EXPECT_FALSE(DataLogCollector::ShortOfRoom(space));
   write_and_drop("b", 2);
   EXPECT_FALSE(freed_within(std::chrono::milliseconds(300)));  // spaced: the last run was just now
-  free_bytes = 100ull << 20;
+  *free_bytes = 100ull << 20;
   write_and_drop("c", 3);
   EXPECT_TRUE(freed_within(std::chrono::seconds(10)));
   // A run is counted once it has ended, a moment after its segments went.
