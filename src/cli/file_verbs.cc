@@ -12,9 +12,6 @@ namespace layerfs::cli {
 
 namespace {
 
-// The most content one read_file result carries (as cat: see history_verbs.cc).
-constexpr uint64_t kMaxContent = 32 << 20;
-
 const ArgSpec kTarget = {"target", ArgType::kString, "TARGET", "Branch, or a mountpoint of one", true};
 const ArgSpec kPath = {"path", ArgType::kString, "PATH", "Path in the Workspace, from its root", true};
 

@@ -15,10 +15,6 @@ namespace layerfs::cli {
 
 namespace {
 
-// The most file content one `cat` result carries: its base64 stays under the protocol's
-// 64 MiB message limit with room for the rest of the message.
-constexpr uint64_t kMaxContent = 32 << 20;
-
 void PrintChanges(const json& d, bool stat, Output& o) {
   size_t counts[256] = {};
   for (const auto& e : d) {

@@ -16,6 +16,8 @@ json CommitJson(const CommitInfo& c) {
 
 std::string ModeString(uint32_t mode) { return fmt::format("{:04o}", mode & 07777); }
 
+json IdOrNull(const std::optional<ObjectId>& id) { return id ? json(id->Hex()) : json(nullptr); }
+
 json EntryJson(const TreeEntry& e) {
   json j = {{"type", EntryTypeName(e.type)}, {"mode", ModeString(e.mode)}, {"size", e.size}};
   if (e.type == EntryType::kFile || e.type == EntryType::kDir) j["id"] = e.id.Hex();

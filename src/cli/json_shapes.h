@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "layerfs/store.h"
@@ -18,9 +19,15 @@ nlohmann::json EntryJson(const TreeEntry& e);
 nlohmann::json ChangeJson(const DiffEntry& d);
 nlohmann::json ChangesJson(const std::vector<DiffEntry>& d);
 std::string ModeString(uint32_t mode);
+// An id as hex, or null for none.
+nlohmann::json IdOrNull(const std::optional<ObjectId>& id);
 // A merge conflict: {"path", "kind", "base", "ours", "theirs", "sides"}; each side is the entry's
 // content id (a symlink's target), or null where that side has none.
 nlohmann::json ConflictJson(const merge::Conflict& c);
+
+// The most file content one result (read_file, cat) carries: its base64 stays under the
+// protocol's 64 MiB message limit with room for the rest of the message.
+inline constexpr uint64_t kMaxContent = 32 << 20;
 
 std::string Base64Encode(std::string_view data);
 // EINVAL on a character outside the alphabet or a bad length (padding optional).

@@ -17,8 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-json IdOrNull(const std::optional<ObjectId>& id) { return id ? json(id->Hex()) : json(nullptr); }
-
 json OutcomeJson(const merge::MergeOutcome& o) {
   json conflicts = json::array();
   for (const auto& c : o.conflicts) conflicts.push_back(ConflictJson(c));

@@ -25,8 +25,6 @@ using nlohmann::json;
 
 namespace {
 
-json IdOrNull(const std::optional<ObjectId>& id) { return id ? json(id->Hex()) : json(nullptr); }
-
 json RefsJson(const std::vector<remote::RefUpdate>& refs) {
   json a = json::array();
   for (const auto& r : refs) {

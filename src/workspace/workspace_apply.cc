@@ -65,8 +65,6 @@ struct Notice {
   std::string name;
 };
 
-}  // namespace
-
 class Applier {
  public:
   Applier(Workspace::Impl* im, const ApplyRequest& req) : im_(im), req_(req) {}
@@ -133,6 +131,7 @@ class Applier {
   std::vector<Notice> notices_;
   timespec now_ = Now();
 };
+}  // namespace
 
 Result<Ino> Applier::Dir(const std::string& path, bool materialize) {
   if (auto it = dirs_.find(path); it != dirs_.end()) return it->second;

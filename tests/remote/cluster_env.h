@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "layerfs/status.h"
 
@@ -87,6 +89,14 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
+
+// Runs tests/remote/ceph-cluster VERB on the test cluster's DAEMON (kill / revive one).
+inline void Cluster(const std::string& verb, const std::string& daemon) {
+  std::string cmd = fmt::format("{}/tests/remote/ceph-cluster {} {} {}", LAYERFS_SOURCE_DIR, verb,
+                                ClusterVar("LAYERFS_TEST_CEPH_DIR"), daemon);
+  int rc = system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+}
 
 // A TCP port on 127.0.0.1 that nothing listens on (bound by the kernel's choice, then closed).
 inline int UnusedPort() {

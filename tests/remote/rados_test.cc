@@ -146,14 +146,6 @@ TEST(RadosOpenTest, UnreachableClusterTimesOut) {
   EXPECT_LT(secs, 60) << "the 3 s timeout was not applied";  // a hang check, not a speed test
 }
 
-// Runs ceph-cluster on the test cluster (kill / revive a daemon).
-void Cluster(const std::string& verb, const std::string& daemon) {
-  std::string cmd = fmt::format("{}/tests/remote/ceph-cluster {} {} {}", LAYERFS_SOURCE_DIR, verb,
-                                ClusterVar("LAYERFS_TEST_CEPH_DIR"), daemon);
-  int rc = system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
-}
-
 TEST(RemoteFaultTest, KilledOsdGivesTimeoutNotAHang) {
   ASSERT_TRUE(LoadClusterEnv().ok());
   ScopedEnv timeout("LAYERFS_REMOTE_TIMEOUT", "5");

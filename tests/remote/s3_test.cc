@@ -150,13 +150,6 @@ TEST_F(S3Test, LargeBlobsAndManyRangesInParallel) {
   for (size_t i = 0; i < r.size(); i++) EXPECT_TRUE(r[i].data == big.substr(i * 1500001, 70000)) << i;
 }
 
-void Cluster(const std::string& verb, const std::string& daemon) {
-  std::string cmd = fmt::format("{}/tests/remote/ceph-cluster {} {} {}", LAYERFS_SOURCE_DIR, verb,
-                                ClusterVar("LAYERFS_TEST_CEPH_DIR"), daemon);
-  int rc = system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
-}
-
 TEST(RemoteFaultTest, KilledRadosgwGivesAClearErrorAtOnce) {
   ASSERT_TRUE(LoadS3Env().ok());
   // 15 s: long enough for a loaded radosgw to create the bucket, short of the 30 s the checks below allow.

@@ -18,7 +18,7 @@ namespace {
 using layerfs::testing::RandomBytes;
 using layerfs::testing::TextBytes;
 
-constexpr uint64_t kSeed = 0x5eed5eed5eed5eedull;
+constexpr uint64_t kDeferredSeed = 0x5eed5eed5eed5eedull;
 
 // Versions of a file: each edits a few places of the previous one, so they delta well.
 std::vector<std::string> Versions(size_t n, size_t size, uint64_t seed) {
@@ -59,8 +59,8 @@ TEST(DeferredEncoding, PendingReadsNowAndFinalizesToTheSynchronousRecord) {
   // a synchronous Put at that level stores the very same records.
   Tuning at_background;
   at_background.level = at_background.background_level;
-  ObjectStore sync(kv_sync.get(), kSeed, Policy{}, at_background);
-  ObjectStore def(kv_def.get(), kSeed, Policy{});
+  ObjectStore sync(kv_sync.get(), kDeferredSeed, Policy{}, at_background);
+  ObjectStore def(kv_def.get(), kDeferredSeed, Policy{});
   // 40 versions cross the cap of 16 twice (keyframes), with small and large inputs.
   for (size_t size : {3000u, 200000u}) {
     auto versions = Versions(40, size, size);
@@ -76,7 +76,7 @@ TEST(DeferredEncoding, PendingReadsNowAndFinalizesToTheSynchronousRecord) {
       EXPECT_EQ(a->id, b->id);
       ASSERT_TRUE(WriteDeferred(def, *kv_def, &txn).ok());
       // Readable at once, from a store that never saw it (no cache), as pending.
-      ObjectStore fresh(kv_def.get(), kSeed, Policy{});
+      ObjectStore fresh(kv_def.get(), kDeferredSeed, Policy{});
       EXPECT_EQ(*fresh.Get(Kind::kBlob, b->id), v);
       EXPECT_EQ(fresh.Info(Kind::kBlob, b->id)->encoding, Encoding::kPending);
       prev_sync = a->id;
@@ -90,7 +90,7 @@ TEST(DeferredEncoding, PendingReadsNowAndFinalizesToTheSynchronousRecord) {
     ASSERT_TRUE(enc.Drain().ok());
     EXPECT_EQ(def.QueuedCount(), 0u);
     EXPECT_TRUE(QueueKeys(*kv_def).empty());
-    ObjectStore fresh(kv_def.get(), kSeed, Policy{});
+    ObjectStore fresh(kv_def.get(), kDeferredSeed, Policy{});
     for (size_t i = 0; i < ids.size(); i++) {
       auto r1 = kv_sync->Get(kv::Cf::kBlobs, ids[i].AsKey());
       auto r2 = kv_def->Get(kv::Cf::kBlobs, ids[i].AsKey());
@@ -108,8 +108,8 @@ TEST(DeferredEncoding, PendingReadsNowAndFinalizesToTheSynchronousRecord) {
 TEST(DeferredEncoding, TheBackgroundEncoderDeltasLargerInputsAtItsOwnLevel) {
   for (size_t size : {3000u, 200000u}) {
     auto kv_sync = kv::NewMemKv(), kv_def = kv::NewMemKv();
-    ObjectStore sync(kv_sync.get(), kSeed, Policy{});
-    ObjectStore def(kv_def.get(), kSeed, Policy{});
+    ObjectStore sync(kv_sync.get(), kDeferredSeed, Policy{});
+    ObjectStore def(kv_def.get(), kDeferredSeed, Policy{});
     auto versions = Versions(12, size, size + 1);
     std::optional<ObjectId> prev;
     std::vector<ObjectId> ids;
@@ -145,7 +145,7 @@ TEST(DeferredEncoding, TheBackgroundEncoderDeltasLargerInputsAtItsOwnLevel) {
 
 TEST(DeferredEncoding, NewestFirstFinalizesItsPendingHintsFirst) {
   auto kv = kv::NewMemKv();
-  ObjectStore os(kv.get(), kSeed, Policy{});
+  ObjectStore os(kv.get(), kDeferredSeed, Policy{});
   auto versions = Versions(20, 5000, 3);
   std::optional<ObjectId> prev;
   std::vector<ObjectId> ids;
@@ -159,7 +159,7 @@ TEST(DeferredEncoding, NewestFirstFinalizesItsPendingHintsFirst) {
   }
   // The newest first: every hint below it is pending and must be encoded before it.
   ASSERT_TRUE(os.Finalize(Kind::kBlob, ids.back()).ok());
-  ObjectStore fresh(kv.get(), kSeed, Policy{});
+  ObjectStore fresh(kv.get(), kDeferredSeed, Policy{});
   for (size_t i = 0; i < ids.size(); i++) {
     auto info = fresh.Info(Kind::kBlob, ids[i]);
     ASSERT_TRUE(info.ok());
@@ -179,7 +179,7 @@ TEST(DeferredEncoding, NewestFirstFinalizesItsPendingHintsFirst) {
 
 TEST(DeferredEncoding, ASynchronousPutNeverDeltasAgainstAPendingBase) {
   auto kv = kv::NewMemKv();
-  ObjectStore os(kv.get(), kSeed, Policy{});
+  ObjectStore os(kv.get(), kDeferredSeed, Policy{});
   auto versions = Versions(3, 8000, 9);
   Txn txn(false, true);
   auto a = os.Put(Kind::kBlob, versions[0], std::nullopt, &txn);
@@ -197,7 +197,7 @@ TEST(DeferredEncoding, ASynchronousPutNeverDeltasAgainstAPendingBase) {
   ASSERT_EQ(ci->encoding, Encoding::kDelta);
   EXPECT_EQ(ci->base, b->id);
   EXPECT_EQ(ci->depth, 2u);
-  ObjectStore fresh(kv.get(), kSeed, Policy{});
+  ObjectStore fresh(kv.get(), kDeferredSeed, Policy{});
   EXPECT_EQ(*fresh.Get(Kind::kBlob, c->id), versions[2]);
 }
 
@@ -206,7 +206,7 @@ TEST(DeferredEncoding, TheQueueSurvivesAReopenAndDuplicatesDedup) {
   std::vector<ObjectId> ids;
   std::vector<std::string> contents;
   {
-    ObjectStore os(kv.get(), kSeed, Policy{});
+    ObjectStore os(kv.get(), kDeferredSeed, Policy{});
     for (int i = 0; i < 5; i++) {
       Txn txn(false, true);
       for (int j = 0; j < 4; j++) {
@@ -224,7 +224,7 @@ TEST(DeferredEncoding, TheQueueSurvivesAReopenAndDuplicatesDedup) {
     EXPECT_EQ(QueueKeys(*kv).size(), 5u);  // one list per batch
     // A process that ends here leaves them pending.
   }
-  ObjectStore os(kv.get(), kSeed, Policy{});
+  ObjectStore os(kv.get(), kDeferredSeed, Policy{});
   ASSERT_TRUE(os.LoadQueue().ok());
   EXPECT_EQ(os.QueuedCount(), 20u);
   for (size_t i = 0; i < ids.size(); i++)
@@ -245,7 +245,7 @@ TEST(DeferredEncoding, TheQueueSurvivesAReopenAndDuplicatesDedup) {
 TEST(DeferredEncoding, AFailedFinalizationLeavesTheRecordPendingAndIsRetried) {
   auto mem = kv::NewMemKv();
   kv::FaultKv kv(mem.get());
-  ObjectStore os(&kv, kSeed, Policy{});
+  ObjectStore os(&kv, kDeferredSeed, Policy{});
   std::string content = TextBytes(100000, 42);
   Txn txn(false, true);
   auto r = os.Put(Kind::kBlob, content, std::nullopt, &txn);
@@ -260,7 +260,7 @@ TEST(DeferredEncoding, AFailedFinalizationLeavesTheRecordPendingAndIsRetried) {
   kv.FailWritesAfter(-1);
   ASSERT_TRUE(enc.Drain().ok());
   EXPECT_EQ(os.Info(Kind::kBlob, r->id)->encoding, Encoding::kZstd);
-  ObjectStore fresh(mem.get(), kSeed, Policy{});
+  ObjectStore fresh(mem.get(), kDeferredSeed, Policy{});
   EXPECT_EQ(*fresh.Get(Kind::kBlob, r->id), content);
 }
 
@@ -268,7 +268,7 @@ TEST(DeferredEncoding, ALargeDeferredTxnIsWrittenEarly) {
   auto kv = kv::NewMemKv();
   Tuning t;
   t.flush_bytes = 1 << 20;
-  ObjectStore os(kv.get(), kSeed, Policy{}, t);
+  ObjectStore os(kv.get(), kDeferredSeed, Policy{}, t);
   Txn txn(false, true);
   std::vector<ObjectId> ids;
   for (int i = 0; i < 10; i++) {
@@ -289,7 +289,7 @@ TEST(DeferredEncoding, ALargeDeferredTxnIsWrittenEarly) {
 
 TEST(DeferredEncoding, APendingRecordWhoseContentWasDamagedIsNotFinalized) {
   auto kv = kv::NewMemKv();
-  ObjectStore os(kv.get(), kSeed, Policy{});
+  ObjectStore os(kv.get(), kDeferredSeed, Policy{});
   std::string content = TextBytes(5000, 1);
   Txn txn(false, true);
   auto r = os.Put(Kind::kBlob, content, std::nullopt, &txn);
@@ -300,7 +300,7 @@ TEST(DeferredEncoding, APendingRecordWhoseContentWasDamagedIsNotFinalized) {
   b.Put(kv::Cf::kBlobs, r->id.AsKey(), rec);
   ASSERT_TRUE(kv->Write(b, false).ok());
   EXPECT_EQ(os.Finalize(Kind::kBlob, r->id).code(), EIO);
-  ObjectStore fresh(kv.get(), kSeed, Policy{});
+  ObjectStore fresh(kv.get(), kDeferredSeed, Policy{});
   EXPECT_EQ(fresh.Get(Kind::kBlob, r->id).status().code(), EIO);
 }
 
@@ -322,10 +322,10 @@ std::string PendingRecord(Kind kind, std::string_view content, const ObjectId& h
 // hint is already on the stack is now encoded without it.
 TEST(DeferredEncoding, HintCyclesAreEncodedNotWalked) {
   auto kv = kv::NewMemKv();
-  ObjectStore os(kv.get(), kSeed, Policy{});
+  ObjectStore os(kv.get(), kDeferredSeed, Policy{});
   const std::string a = TextBytes(6000, 1), b = a + "b", c = TextBytes(4000, 3);
-  const ObjectId ida = base::HashContent(a, kSeed), idb = base::HashContent(b, kSeed),
-                 idc = base::HashContent(c, kSeed);
+  const ObjectId ida = base::HashContent(a, kDeferredSeed), idb = base::HashContent(b, kDeferredSeed),
+                 idc = base::HashContent(c, kDeferredSeed);
   kv::Batch batch;
   batch.Put(kv::Cf::kBlobs, ida.AsKey(), PendingRecord(Kind::kBlob, a, idb));
   batch.Put(kv::Cf::kBlobs, idb.AsKey(), PendingRecord(Kind::kBlob, b, ida));
@@ -337,7 +337,7 @@ TEST(DeferredEncoding, HintCyclesAreEncodedNotWalked) {
     auto info = os.Info(Kind::kBlob, id);
     ASSERT_TRUE(info.ok());
     EXPECT_NE(info->encoding, Encoding::kPending);
-    ObjectStore fresh(kv.get(), kSeed, Policy{});
+    ObjectStore fresh(kv.get(), kDeferredSeed, Policy{});
     auto got = fresh.Get(Kind::kBlob, id);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(*got, content);
@@ -352,7 +352,7 @@ TEST(DeferredEncoding, HintCyclesAreEncodedNotWalked) {
 // other looped forever. The walk now requires each base to be one level shallower.
 TEST(DeferredEncoding, AHintWhoseChainLoopsStillEncodes) {
   auto kv = kv::NewMemKv();
-  ObjectStore os(kv.get(), kSeed, Policy{2, 1, 1});
+  ObjectStore os(kv.get(), kDeferredSeed, Policy{2, 1, 1});
   ObjectId x, y;
   x.bytes[0] = 1;
   y.bytes[0] = 2;

@@ -15,7 +15,7 @@
 namespace layerfs::objects {
 namespace {
 
-constexpr uint64_t kSeed = 0x5eedull;
+constexpr uint64_t kHostileSeed = 0x5eedull;
 
 // Peak resident memory since the last ResetPeak (VmHWM, reset through clear_refs).
 void ResetPeak() { std::ofstream("/proc/self/clear_refs") << "5"; }
@@ -51,7 +51,7 @@ class HostileRecordTest : public ::testing::Test {
     ASSERT_TRUE(kv_->Write(b, false).ok());
   }
   std::unique_ptr<kv::Kv> kv_ = kv::NewMemKv();
-  ObjectStore os_{kv_.get(), kSeed, Policy{}};
+  ObjectStore os_{kv_.get(), kHostileSeed, Policy{}};
 };
 
 // Fuzz finding (record target): a record declaring a decoded size of 2^62 made the reader
@@ -59,7 +59,7 @@ class HostileRecordTest : public ::testing::Test {
 TEST_F(HostileRecordTest, DeclaredSizeBeyondItsKindIsDamageNotAnAllocation) {
   auto frame = codec::Compress("tiny", 3);
   ASSERT_TRUE(frame.ok());
-  const ObjectId id = base::HashContent("tiny", kSeed);
+  const ObjectId id = base::HashContent("tiny", kHostileSeed);
   for (uint64_t size : {uint64_t{1} << 62, uint64_t{3} << 20, ~uint64_t{0}}) {
     Store(kv::Cf::kBlobs, id, Header(Kind::kBlob, Encoding::kZstd, 0, size) + *frame);
     auto got = os_.Get(Kind::kBlob, id);
@@ -74,7 +74,7 @@ TEST_F(HostileRecordTest, DeclaredSizeBeyondItsKindIsDamageNotAnAllocation) {
 TEST_F(HostileRecordTest, ShortFrameUnderALargeDeclaredSizeCostsLittleMemory) {
   auto frame = codec::Compress("0123456789", 3);
   ASSERT_TRUE(frame.ok());
-  const ObjectId id = base::HashContent("0123456789", kSeed);
+  const ObjectId id = base::HashContent("0123456789", kHostileSeed);
   Store(kv::Cf::kTrees, id, Header(Kind::kTree, Encoding::kZstd, 0, 200 << 20) + *frame);
   const uint64_t before = RssKiB();
   ResetPeak();
@@ -104,7 +104,7 @@ TEST_F(HostileRecordTest, PutBeyondAKindsLimitIsEfbig) {
 
 // A delta whose base is itself (and a two-record loop) is refused by the depth check.
 TEST_F(HostileRecordTest, DeltaLoopsAndLyingDepthsAreDamage) {
-  const ObjectId a = base::HashContent("a", kSeed), b = base::HashContent("b", kSeed);
+  const ObjectId a = base::HashContent("a", kHostileSeed), b = base::HashContent("b", kHostileSeed);
   auto delta = [&](uint64_t depth, const ObjectId& base) {
     return Header(Kind::kBlob, Encoding::kDelta, depth, 1) + std::string(base.AsKey()) + "xx";
   };
@@ -123,7 +123,7 @@ TEST_F(HostileRecordTest, DeltaLoopsAndLyingDepthsAreDamage) {
 TreeEntry File(const std::string& name) {
   TreeEntry e;
   e.name = name;
-  e.id = base::HashContent(name, kSeed);
+  e.id = base::HashContent(name, kHostileSeed);
   e.size = name.size();
   return e;
 }
@@ -194,9 +194,9 @@ TEST(HostileTreeTest, EntryCountsBeyondTheBytesAreRefused) {
   base::PutVarint(&l, 1 << 20);
   l += std::string(100, '\0');
   EXPECT_FALSE(DecodeChunkList(l).ok());
-  EXPECT_FALSE(DecodeChunkList(EncodeChunkList({{base::HashContent("c", kSeed), 0}})).ok());
-  EXPECT_FALSE(DecodeChunkList(EncodeChunkList({{base::HashContent("c", kSeed), kMaxChunkLength + 1}})).ok());
-  EXPECT_TRUE(DecodeChunkList(EncodeChunkList({{base::HashContent("c", kSeed), kMaxChunkLength}})).ok());
+  EXPECT_FALSE(DecodeChunkList(EncodeChunkList({{base::HashContent("c", kHostileSeed), 0}})).ok());
+  EXPECT_FALSE(DecodeChunkList(EncodeChunkList({{base::HashContent("c", kHostileSeed), kMaxChunkLength + 1}})).ok());
+  EXPECT_TRUE(DecodeChunkList(EncodeChunkList({{base::HashContent("c", kHostileSeed), kMaxChunkLength}})).ok());
 }
 
 }  // namespace

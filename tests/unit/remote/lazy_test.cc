@@ -15,13 +15,6 @@ namespace {
 using objects::Kind;
 using remote::FaultTransport;
 
-std::map<std::string, std::string> Tree(int files, uint64_t seed, size_t size = 4000) {
-  std::map<std::string, std::string> m;
-  for (int i = 0; i < files; i++)
-    m["d" + std::to_string(i % 7) + "/f" + std::to_string(i)] = TextBytes(size + i, seed + i);
-  return m;
-}
-
 uint64_t LocalObjects(Host& h) {
   auto s = h.store->Stats();
   EXPECT_TRUE(s.ok());
@@ -79,7 +72,7 @@ class LazyTest : public SyncTest {
 TEST_F(LazyTest, ReadingOneFileFetchesThatFileOnly) {
   auto* fault = NewRemote();
   Host a = NewHostWithRemote();
-  auto files = Tree(300, 21);
+  auto files = Tree(300, 21, 4000);
   files["big/chunked"] = TextBytes(5 << 20, 3);
   ObjectId head = Commit(a, files);
   auto pushed = Push(a);
@@ -200,7 +193,7 @@ TEST_F(LazyTest, AForkMountsListsAndReadsWithoutFetchingOtherTrees) {
 TEST_F(LazyTest, ADamagedRecordIsEioAndNothingOfItIsKept) {
   auto* fault = NewRemote();
   Host a = NewHostWithRemote();
-  auto files = Tree(20, 4);
+  auto files = Tree(20, 4, 4000);
   ObjectId head = Commit(a, files);
   ASSERT_TRUE(Push(a).ok());
   Host b = NewHostWithRemote("r", true);

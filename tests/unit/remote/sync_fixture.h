@@ -20,6 +20,14 @@
 
 namespace layerfs::testing {
 
+// FILES text files of about SIZE bytes spread over seven directories, by path.
+inline std::map<std::string, std::string> Tree(int files, uint64_t seed, size_t size = 3000) {
+  std::map<std::string, std::string> m;
+  for (int i = 0; i < files; i++)
+    m["d" + std::to_string(i % 7) + "/f" + std::to_string(i)] = TextBytes(size + i, seed + i);
+  return m;
+}
+
 struct Host {
   std::unique_ptr<kv::Kv> kv;
   std::unique_ptr<Store> store;

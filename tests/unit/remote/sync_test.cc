@@ -14,13 +14,6 @@ namespace {
 
 using remote::FaultTransport;
 
-std::map<std::string, std::string> Tree(int files, uint64_t seed, size_t size = 3000) {
-  std::map<std::string, std::string> m;
-  for (int i = 0; i < files; i++)
-    m["d" + std::to_string(i % 7) + "/f" + std::to_string(i)] = TextBytes(size + i, seed + i);
-  return m;
-}
-
 TEST_F(SyncTest, PushThenFetchBringsEveryFile) {
   NewRemote();
   Host a = NewHostWithRemote();
