@@ -355,7 +355,11 @@ class Importer {
         stat_batch_.Put(kv::Cf::kIndex, history::StatBranchPrefix(opts_.branch) + node.rels[i], EncodeStat(*st));
       }
     }
-    LFS_ASSIGN(auto put, os_.Put(Kind::kTree, objects::EncodeTree(node.entries), node.old));
+    // The directory's previous listing, else a look-alike stored before it in this import.
+    std::optional<ObjectId> base = node.old;
+    if (!base) base = similar_trees_.Find(node.entries);
+    LFS_ASSIGN(auto put, os_.Put(Kind::kTree, objects::EncodeTree(node.entries), base));
+    similar_trees_.Add(node.entries, put.id, base);
     Count(put.added, put.stored_bytes);
     return put.id;
   }
@@ -575,6 +579,7 @@ class Importer {
   };
   static constexpr uint32_t kMaxHops = 64;
   history::SimilarFiles similar_;
+  history::SimilarTrees similar_trees_;  // delta bases for new directories' listings
   std::vector<Candidate> candidates_;
   bool old_listed_ = false;
   uint64_t dir_keys_ = 0;

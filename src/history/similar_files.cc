@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "base/hash.h"
+
 namespace layerfs::history {
 
 bool SimilarFiles::Comparable(uint64_t a, uint64_t b) { return a <= 4 * b + 4096 && b <= 4 * a + 4096; }
@@ -52,6 +54,32 @@ std::optional<uint64_t> SimilarFiles::Find(uint64_t dir, std::string_view name, 
   if (auto it = by_ext_.find({dir, std::string(Extension(name))}); it != by_ext_.end())
     if (auto h = Nearest(it->second, size)) return h;
   return std::nullopt;
+}
+
+uint64_t SimilarTrees::Shape(const std::vector<TreeEntry>& entries) {
+  std::string names;
+  for (const auto& e : entries) {
+    names.push_back(static_cast<char>(e.type));
+    names.append(e.name);
+    names.push_back('\0');  // names hold no NUL: (type, name) pairs cannot run together
+  }
+  return base::Hash64(names);
+}
+
+std::optional<ObjectId> SimilarTrees::Find(const std::vector<TreeEntry>& entries) const {
+  if (entries.empty()) return std::nullopt;
+  auto it = by_shape_.find(Shape(entries));
+  if (it == by_shape_.end() || it->second.hops >= kMaxHops) return std::nullopt;
+  return it->second.id;
+}
+
+void SimilarTrees::Add(const std::vector<TreeEntry>& entries, const ObjectId& id, const std::optional<ObjectId>& base) {
+  if (entries.empty()) return;
+  uint32_t hops = 0;
+  if (base)
+    if (auto it = hops_.find(*base); it != hops_.end()) hops = it->second + 1;
+  hops_.try_emplace(id, hops);
+  by_shape_[Shape(entries)] = Last{id, hops};
 }
 
 }  // namespace layerfs::history

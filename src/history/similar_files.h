@@ -24,7 +24,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
+#include <vector>
+
+#include "layerfs/ids.h"
+#include "layerfs/store.h"
 
 namespace layerfs::history {
 
@@ -53,6 +58,33 @@ class SimilarFiles {
   std::map<std::pair<uint64_t, std::string>, Known> at_;       // (dir, name)
   std::map<std::string, BySize, std::less<>> by_name_;         // small files by name
   std::map<std::pair<uint64_t, std::string>, BySize> by_ext_;  // small files by (dir, extension)
+};
+
+// SimilarTrees: a delta base for a directory listing that has no previous version of its own
+// (a new directory, or one a tool removed and made again): the listing stored last before it
+// in the same operation with the same entry names and types. Package trees repeat whole
+// directories under different parents (node_modules nests copies of one package), and copies
+// written at different times differ only in their mtimes; Git's trees, which hold no times,
+// are then one object, ours one listing each, stored whole. Measured on 157 npm eslint
+// releases (docs/design.md, "Delta bases for directories without a version of their own").
+// Add records what each listing was stored against, so that chains of such hints (each a
+// pending record encoded before the next) stay at most kMaxHops long. Not thread-safe.
+class SimilarTrees {
+ public:
+  static constexpr uint32_t kMaxHops = 64;
+  // The id of the look-alike of a listing of `entries`, or nullopt.
+  std::optional<ObjectId> Find(const std::vector<TreeEntry>& entries) const;
+  // A listing of `entries` stored as `id`, with `base` as its delta base (or none).
+  void Add(const std::vector<TreeEntry>& entries, const ObjectId& id, const std::optional<ObjectId>& base);
+
+ private:
+  static uint64_t Shape(const std::vector<TreeEntry>& entries);
+  struct Last {
+    ObjectId id;
+    uint32_t hops;  // look-alike hints from this listing back to one stored without
+  };
+  std::unordered_map<uint64_t, Last> by_shape_;
+  std::unordered_map<ObjectId, uint32_t, ObjectIdHash> hops_;
 };
 
 }  // namespace layerfs::history

@@ -206,6 +206,7 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
   // damaged records, refused at once rather than followed to kMaxTreeDepth (whose 2,048 frames
   // overflowed the stack of an ASan build: fuzz.workspace).
   std::unordered_set<Ino> on_path;
+  history::SimilarTrees similar_trees;
   std::function<Result<ObjectId>(const Inode&, Sums*, size_t)> build = [&](const Inode& dir, Sums* sums,
                                                                            size_t depth) -> Result<ObjectId> {
     if (depth > objects::kMaxTreeDepth)
@@ -295,9 +296,12 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
       tree.push_back(std::move(e));
     }
     objects::SummarizeDir(tree, &sums->summary);
+    // The directory's previous listing, else a look-alike stored before it in this Commit.
     std::optional<ObjectId> base;
     if (dir.has_origin) base = dir.origin;
+    else base = similar_trees.Find(tree);
     LFS_ASSIGN(auto put, store_.objects().Put(Kind::kTree, objects::EncodeTree(tree), base, txn));
+    similar_trees.Add(tree, put.id, base);
     out.new_origins[dir.ino] = {put.id, false};
     return put.id;
   };

@@ -362,6 +362,54 @@ TEST_F(StoreTest, ImportedNewPathsDeltaAgainstLookAlikes) {
   EXPECT_TRUE(v->ok()) << (v->problems.empty() ? "" : v->problems[0]);
 }
 
+// An imported directory without a previous listing deltas against the last listing of the same
+// names in this import (copies of one package nested under several parents, files with other
+// mtimes); a directory of other names stays whole.
+TEST_F(StoreTest, ImportedNewDirectoriesDeltaAgainstLookAlikes) {
+  std::string src = tmp_ / "src";
+  const std::vector<std::string> names{"implement.js", "index.js", "is-implemented.js", "package.json",
+                                       "polyfill.js", "shim.js", "README.md", "LICENSE"};
+  for (int copy = 0; copy < 5; copy++) {
+    const std::string dir = fmt::format("{}/node_modules/user{}/es5-ext", src, copy);
+    fs::create_directories(dir);
+    for (const auto& n : names) {
+      WriteFile(dir + "/" + n, n == "package.json" ? fmt::format("{{\"copy\": {}}}", copy) : "// " + n);
+      struct timespec t[2] = {{1700000000 + copy, 1000 * copy}, {1700000000 + copy, 1000 * copy}};
+      ASSERT_EQ(utimensat(AT_FDCWD, (dir + "/" + n).c_str(), t, 0), 0);
+    }
+  }
+  fs::create_directories(src + "/other");
+  for (const auto& n : names) WriteFile(src + "/other/x-" + n, "x");
+  ObjectId c = Import(src);
+
+  auto tree = [&](int copy) { return store_->Lookup(c, fmt::format("node_modules/user{}/es5-ext", copy))->id; };
+  auto first = store_->objects().Info(objects::Kind::kTree, tree(0));
+  ASSERT_TRUE(first.ok());
+  EXPECT_NE(first->encoding, objects::Encoding::kDelta);
+  for (int copy = 1; copy < 5; copy++) {
+    auto r = store_->objects().Info(objects::Kind::kTree, tree(copy));
+    ASSERT_TRUE(r.ok()) << copy;
+    EXPECT_EQ(r->encoding, objects::Encoding::kDelta) << copy;
+    EXPECT_EQ(r->base, tree(copy - 1)) << copy;
+    auto whole = store_->objects().Get(objects::Kind::kTree, tree(copy));
+    ASSERT_TRUE(whole.ok());
+    EXPECT_LT(r->stored_bytes * 2, whole->size()) << copy;
+  }
+  auto other = store_->objects().Info(objects::Kind::kTree, store_->Lookup(c, "other")->id);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->encoding, objects::Encoding::kDelta);
+  for (int copy = 0; copy < 5; copy++) {
+    EXPECT_EQ(Cat(c, fmt::format("node_modules/user{}/es5-ext/package.json", copy)), fmt::format("{{\"copy\": {}}}", copy));
+    auto e = store_->Lookup(c, fmt::format("node_modules/user{}/es5-ext/shim.js", copy));
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->mtime_sec, 1700000000 + copy);
+    EXPECT_EQ(e->mtime_nsec, 1000u * copy);
+  }
+  auto v = store_->Verify({});
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok()) << (v->problems.empty() ? "" : v->problems[0]);
+}
+
 std::vector<std::string> RegularFiles(const std::string& root) {
   std::vector<std::string> out;
   for (auto& e : fs::recursive_directory_iterator(root))

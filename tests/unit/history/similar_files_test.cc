@@ -50,5 +50,58 @@ TEST(SimilarFilesTest, ChunkedFilesPairOnlyWithTheirPathsChunkedVersion) {
   EXPECT_EQ(Tag(s.Find(1, "small.bin", 110, false)), 3);
 }
 
+TreeEntry Entry(const std::string& name, EntryType type = EntryType::kFile) {
+  TreeEntry e;
+  e.name = name;
+  e.type = type;
+  return e;
+}
+
+ObjectId Id(uint8_t tag) {
+  ObjectId id;
+  id.bytes[0] = tag;
+  return id;
+}
+
+TEST(SimilarTreesTest, TheLastListingWithTheSameNamesAndTypes) {
+  SimilarTrees s;
+  const std::vector<TreeEntry> pkg{Entry("index.js"), Entry("shim.js"), Entry("test", EntryType::kDir)};
+  EXPECT_FALSE(s.Find(pkg));
+  s.Add(pkg, Id(1), std::nullopt);
+  EXPECT_EQ(s.Find(pkg), Id(1));
+  // Times, sizes, modes and ids do not matter; names and types do, and so does every entry.
+  auto later = pkg;
+  later[0].mtime_nsec = 12345;
+  later[1].size = 99;
+  later[0].id = Id(7);
+  EXPECT_EQ(s.Find(later), Id(1));
+  auto other_type = pkg;
+  other_type[2].type = EntryType::kFile;
+  EXPECT_FALSE(s.Find(other_type));
+  EXPECT_FALSE(s.Find({Entry("index.js"), Entry("shim.js")}));
+  EXPECT_FALSE(s.Find({Entry("index.jsshim.js"), Entry("test", EntryType::kDir)}));
+  EXPECT_FALSE(s.Find({}));  // an empty listing has no look-alike
+  // The last one stored wins.
+  s.Add(later, Id(2), Id(1));
+  EXPECT_EQ(s.Find(pkg), Id(2));
+}
+
+TEST(SimilarTreesTest, ChainsOfLookAlikeHintsAreCut) {
+  SimilarTrees s;
+  const std::vector<TreeEntry> pkg{Entry("a"), Entry("b")};
+  std::optional<ObjectId> base;
+  uint32_t hinted = 0;
+  for (uint32_t i = 1; i <= 3 * SimilarTrees::kMaxHops; i++) {
+    base = s.Find(pkg);
+    hinted += base.has_value();
+    ObjectId id;
+    id.bytes[0] = static_cast<uint8_t>(i);
+    id.bytes[1] = static_cast<uint8_t>(i >> 8);
+    s.Add(pkg, id, base);
+  }
+  // A chain of kMaxHops hints, then one stored without, and so on: 3 * 64 listings, 3 without.
+  EXPECT_EQ(hinted, 3 * SimilarTrees::kMaxHops - 3);
+}
+
 }  // namespace
 }  // namespace layerfs::history

@@ -504,6 +504,62 @@ TEST_F(WorkspaceTest, FilesWithoutAVersionOfTheirOwnDeltaAgainstLookAlikes) {
   }
 }
 
+// A new directory (no listing of its own before) is stored as a delta against the last listing
+// of this Commit with the same names: node_modules nests copies of one package, which differ
+// in their files' mtimes. A directory of other names stays whole; everything reads back.
+TEST_F(WorkspaceTest, DirectoriesWithoutAVersionOfTheirOwnDeltaAgainstLookAlikes) {
+  const std::vector<std::string> files{"implement.js", "index.js", "is-implemented.js", "package.json",
+                                       "polyfill.js", "shim.js", "README.md", "LICENSE"};
+  for (int mode : {0, 1}) {
+    SetUp();
+    if (mode == 1) store_->StartBackgroundEncoding();
+    Ino nm = ws_->Mkdir(kRootIno, "node_modules", 0755, {})->ino;
+    std::vector<std::string> paths;
+    for (int copy = 0; copy < 4; copy++) {
+      const std::string parent = "user" + std::to_string(copy);
+      Ino p = ws_->Mkdir(nm, parent, 0755, {})->ino;
+      Ino d = ws_->Mkdir(p, "es6-symbol", 0755, {})->ino;
+      for (const auto& f : files) Create(d, f, f == "package.json" ? "{\"copy\": " + std::to_string(copy) + "}" : "// " + f + "\n");
+      paths.push_back("node_modules/" + parent + "/es6-symbol");
+    }
+    Ino other = ws_->Mkdir(kRootIno, "other", 0755, {})->ino;
+    for (const auto& f : files) Create(other, "x-" + f, "x");
+    auto c = ws_->Commit("packages");
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    ASSERT_TRUE(store_->DrainEncoding().ok());
+
+    auto tree_of = [&](const std::string& path) {
+      auto e = store_->Lookup(*c, path);
+      EXPECT_TRUE(e.ok()) << path;
+      EXPECT_EQ(e.ok() ? e->type : EntryType::kFile, EntryType::kDir) << path;
+      return e.ok() ? e->id : ObjectId{};
+    };
+    auto first = store_->objects().Info(objects::Kind::kTree, tree_of(paths[0]));
+    ASSERT_TRUE(first.ok());
+    EXPECT_NE(first->encoding, objects::Encoding::kDelta) << "mode " << mode;
+    for (size_t i = 1; i < paths.size(); i++) {
+      auto info = store_->objects().Info(objects::Kind::kTree, tree_of(paths[i]));
+      ASSERT_TRUE(info.ok()) << paths[i];
+      EXPECT_EQ(info->encoding, objects::Encoding::kDelta) << paths[i] << " mode " << mode;
+      EXPECT_EQ(info->base, tree_of(paths[i - 1])) << paths[i] << " mode " << mode;
+      auto whole = store_->objects().Get(objects::Kind::kTree, tree_of(paths[i]));
+      ASSERT_TRUE(whole.ok());
+      EXPECT_LT(info->stored_bytes * 2, whole->size()) << paths[i] << " mode " << mode;
+    }
+    auto unlike = store_->objects().Info(objects::Kind::kTree, tree_of("other"));
+    ASSERT_TRUE(unlike.ok());
+    EXPECT_NE(unlike->encoding, objects::Encoding::kDelta);
+
+    for (size_t i = 0; i < paths.size(); i++) {
+      EXPECT_EQ(Cat(*c, paths[i] + "/package.json"), "{\"copy\": " + std::to_string(i) + "}");
+      EXPECT_EQ(Cat(*c, paths[i] + "/shim.js"), "// shim.js\n");
+    }
+    auto v = store_->Verify({});
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_TRUE(v->ok()) << (v->problems.empty() ? "" : v->problems[0]);
+  }
+}
+
 // A random sequence of operations on the Workspace and on a std::map model of the tree (paths
 // to contents, "" for directories); every few operations a Commit, and every Commit is read
 // back in full against the model's snapshot at that point.
