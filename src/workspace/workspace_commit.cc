@@ -18,6 +18,7 @@
 
 #include "history/keys.h"
 #include "history/similar_files.h"
+#include "objects/object_source.h"
 #include "objects/tree.h"
 #include "workspace/workspace.h"
 #include "workspace/workspace_impl.h"
@@ -207,8 +208,11 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
   // overflowed the stack of an ASan build: fuzz.workspace).
   std::unordered_set<Ino> on_path;
   history::SimilarTrees similar_trees;
-  std::function<Result<ObjectId>(const Inode&, Sums*, size_t)> build = [&](const Inode& dir, Sums* sums,
-                                                                           size_t depth) -> Result<ObjectId> {
+  // `before`: for a directory without a committed listing of its own (made again after an
+  // `rm -rf`, as `npm ci` does with node_modules), the listing its path had in the parent's
+  // previous listing, if any: its delta base, and where its own subdirectories find theirs.
+  std::function<Result<ObjectId>(const Inode&, Sums*, size_t, const std::optional<ObjectId>&)> build =
+      [&](const Inode& dir, Sums* sums, size_t depth, const std::optional<ObjectId>& before) -> Result<ObjectId> {
     if (depth > objects::kMaxTreeDepth)
       return Status::Errorf(ELOOP, "directories nested deeper than {} cannot be committed", objects::kMaxTreeDepth);
     if (!on_path.insert(dir.ino).second)
@@ -220,10 +224,25 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
     } leave{on_path, dir.ino};
     LFS_ASSIGN(auto entries, ListEntries(dir.ino, snap));
     std::unordered_map<ObjectId, TreeEntry, ObjectIdHash> old_sums;
+    std::unordered_map<std::string, ObjectId> old_dirs;  // name -> the previous listing there
     if (dir.has_origin) {
       LFS_ASSIGN(auto old_tree, store_.ReadTree(dir.origin, txn));
-      for (auto& o : old_tree)
-        if (o.type == EntryType::kDir) old_sums[o.id] = std::move(o);
+      for (auto& o : old_tree) {
+        if (o.type != EntryType::kDir) continue;
+        old_dirs.emplace(o.name, o.id);
+        old_sums[o.id] = std::move(o);
+      }
+    }
+    // The path's previous listing is only a hint: in a lazy Store it may never have been
+    // fetched, and a commit does not wait on a remote for a delta base.
+    std::optional<ObjectId> path_before;
+    if (!dir.has_origin && before) {
+      objects::LocalOnly local;
+      if (auto old_tree = store_.ReadTree(*before, txn); old_tree.ok()) {
+        path_before = before;
+        for (auto& o : *old_tree)
+          if (o.type == EntryType::kDir) old_dirs.emplace(o.name, o.id);
+      }
     }
     std::vector<TreeEntry> tree;
     tree.reserve(entries.size());
@@ -246,7 +265,10 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
       if (n.is_dir()) {
         if (rebuild.count(n.ino) && n.materialized) {
           Sums sub;
-          LFS_ASSIGN(e.id, build(n, &sub, depth + 1));
+          std::optional<ObjectId> sub_before;
+          if (!n.has_origin)
+            if (auto it = old_dirs.find(name); it != old_dirs.end()) sub_before = it->second;
+          LFS_ASSIGN(e.id, build(n, &sub, depth + 1, sub_before));
           e.size = sub.bytes;
           e.subtree_entries = sub.entries;
           e.summary = sub.summary.summary;
@@ -296,9 +318,11 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
       tree.push_back(std::move(e));
     }
     objects::SummarizeDir(tree, &sums->summary);
-    // The directory's previous listing, else a look-alike stored before it in this Commit.
+    // The directory's previous listing, else its path's, else a look-alike stored before it in
+    // this Commit.
     std::optional<ObjectId> base;
     if (dir.has_origin) base = dir.origin;
+    else if (path_before) base = path_before;
     else base = similar_trees.Find(tree);
     LFS_ASSIGN(auto put, store_.objects().Put(Kind::kTree, objects::EncodeTree(tree), base, txn));
     similar_trees.Add(tree, put.id, base);
@@ -314,7 +338,7 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
     return out;
   }
   Sums sums;
-  LFS_ASSIGN(out.root, build(root, &sums, 0));
+  LFS_ASSIGN(out.root, build(root, &sums, 0, std::nullopt));
   out.bytes = sums.bytes;
   out.entries = sums.entries;
   return out;
