@@ -60,6 +60,12 @@ class WorkspaceTest : public ::testing::Test {
     }
     return a->ino;
   }
+  // The id of what `path` names in `commit` (file content or subtree).
+  ObjectId IdOf(const ObjectId& commit, const std::string& path) {
+    auto e = store_->Lookup(commit, path);
+    EXPECT_TRUE(e.ok()) << path;
+    return e.ok() ? e->id : ObjectId{};
+  }
   std::string Cat(const ObjectId& commit, const std::string& path) {
     auto e = store_->Lookup(commit, path);
     if (!e.ok()) return "<" + e.status().message() + ">";
@@ -469,25 +475,20 @@ TEST_F(WorkspaceTest, FilesWithoutAVersionOfTheirOwnDeltaAgainstLookAlikes) {
     ASSERT_TRUE(c2.ok()) << c2.status().message();
     ASSERT_TRUE(store_->DrainEncoding().ok());
 
-    auto id_of = [&](const ObjectId& commit, const std::string& path) {
-      auto e = store_->Lookup(commit, path);
-      EXPECT_TRUE(e.ok()) << path;
-      return e.ok() ? e->id : ObjectId{};
-    };
     auto expect_delta_on = [&](const std::string& path, const ObjectId& base) {
-      auto info = store_->objects().Info(objects::Kind::kBlob, id_of(*c2, path));
+      auto info = store_->objects().Info(objects::Kind::kBlob, IdOf(*c2, path));
       ASSERT_TRUE(info.ok()) << path;
       EXPECT_EQ(info->encoding, objects::Encoding::kDelta) << path << " mode " << mode;
       EXPECT_EQ(info->base, base) << path << " mode " << mode;
       EXPECT_LT(info->stored_bytes, 1000u) << path;
     };
-    expect_delta_on("docs/README.md", id_of(*c1, "docs/README.md"));
-    expect_delta_on("lib/beta.js", id_of(*c1, "lib/alpha.js"));
-    expect_delta_on("pkgs/y/package.json", id_of(*c2, "pkgs/x/package.json"));
-    auto first = store_->objects().Info(objects::Kind::kBlob, id_of(*c2, "pkgs/x/package.json"));
+    expect_delta_on("docs/README.md", IdOf(*c1, "docs/README.md"));
+    expect_delta_on("lib/beta.js", IdOf(*c1, "lib/alpha.js"));
+    expect_delta_on("pkgs/y/package.json", IdOf(*c2, "pkgs/x/package.json"));
+    auto first = store_->objects().Info(objects::Kind::kBlob, IdOf(*c2, "pkgs/x/package.json"));
     ASSERT_TRUE(first.ok());
     EXPECT_NE(first->encoding, objects::Encoding::kDelta);
-    auto unlike = store_->objects().Info(objects::Kind::kBlob, id_of(*c2, "lib/noise.bin"));
+    auto unlike = store_->objects().Info(objects::Kind::kBlob, IdOf(*c2, "lib/noise.bin"));
     ASSERT_TRUE(unlike.ok());
     EXPECT_NE(unlike->encoding, objects::Encoding::kDelta);
 
@@ -598,19 +599,14 @@ TEST_F(WorkspaceTest, DirectoriesMadeAgainDeltaAgainstTheirPathsPreviousListing)
     ASSERT_TRUE(c2.ok()) << c2.status().message();
     ASSERT_TRUE(store_->DrainEncoding().ok());
 
-    auto id_of = [&](const ObjectId& commit, const std::string& path) {
-      auto e = store_->Lookup(commit, path);
-      EXPECT_TRUE(e.ok()) << path;
-      return e.ok() ? e->id : ObjectId{};
-    };
     // (node_modules itself: every entry changed, so whether its delta pays is the chooser's call.)
     for (const std::string path : {"node_modules/alpha", "node_modules/beta", "node_modules/alpha/lib",
                                    "node_modules/beta/lib"}) {
-      ASSERT_NE(id_of(*c1, path), id_of(*c2, path)) << path;  // new mtimes
-      auto info = store_->objects().Info(objects::Kind::kTree, id_of(*c2, path));
+      ASSERT_NE(IdOf(*c1, path), IdOf(*c2, path)) << path;  // new mtimes
+      auto info = store_->objects().Info(objects::Kind::kTree, IdOf(*c2, path));
       ASSERT_TRUE(info.ok()) << path;
       EXPECT_EQ(info->encoding, objects::Encoding::kDelta) << path << " mode " << mode;
-      EXPECT_EQ(info->base, id_of(*c1, path)) << path << " mode " << mode;
+      EXPECT_EQ(info->base, IdOf(*c1, path)) << path << " mode " << mode;
     }
     EXPECT_EQ(Cat(*c2, "node_modules/alpha/package.json"), "alpha/package.json2");
     EXPECT_EQ(Cat(*c1, "node_modules/alpha/package.json"), "alpha/package.json1");
