@@ -76,7 +76,25 @@ std::string DefaultBranch(Context& ctx) {
   return here.ok() ? *here : "main";
 }
 
-const ArgSpec kRemoteName = {"remote", ArgType::kString, "REMOTE", "Remote name", true};
+// REMOTE may be left out, as with Git: then `origin` when there is one (what `layerfs clone`
+// names the remote it cloned), else the only remote; with several and none named origin, the
+// caller must say which.
+const ArgSpec kRemoteName = {"remote", ArgType::kString, "REMOTE", "Remote name (default: origin, else the only remote)"};
+
+Result<std::string> RemoteOf(Store& st, const Args& a) {
+  if (a.Has("remote")) return a.Str("remote");
+  LFS_ASSIGN(auto remotes, remote::ListRemotes(st));
+  if (remotes.empty())
+    return Status::Invalid("no remote configured: add one with `layerfs remote add NAME URL`");
+  std::vector<std::string> names;
+  for (const auto& r : remotes) {
+    if (r.name == "origin") return r.name;
+    names.push_back(r.name);
+  }
+  if (names.size() == 1) return names[0];
+  return Status::Invalid(
+      fmt::format("no REMOTE given and {} remotes, none named origin: name one of {}", names.size(), fmt::join(names, ", ")));
+}
 
 Verb RemoteList() {
   Verb v;
@@ -176,7 +194,8 @@ Verb Push() {
     if (o.branches.empty()) o.branches.push_back(DefaultBranch(ctx));
     o.force = a.Bool("force");
     o.progress = ctx.progress;
-    LFS_ASSIGN(auto r, remote::Push(*st, a.Str("remote"), o));
+    LFS_ASSIGN(const std::string name, RemoteOf(*st, a));
+    LFS_ASSIGN(auto r, remote::Push(*st, name, o));
     *result = {{"remote", r.remote}, {"url", r.url}, {"refs", RefsJson(r.refs)}, {"sent", TransferJson(r.sent)}};
     // A refused branch fails the verb with one line (the others' outcome is in it and in the result).
     std::vector<std::string> rejected, moved;
@@ -220,7 +239,8 @@ Verb Fetch() {
     LFS_ASSIGN(Store * st, ctx.GetStore());
     remote::FetchOptions o;
     o.progress = ctx.progress;
-    LFS_ASSIGN(auto r, remote::Fetch(*st, a.Str("remote"), o));
+    LFS_ASSIGN(const std::string name, RemoteOf(*st, a));
+    LFS_ASSIGN(auto r, remote::Fetch(*st, name, o));
     *result = FetchJson(r);
     return Status::Ok();
   };
@@ -238,7 +258,7 @@ Verb Pull() {
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore());
     LFS_ASSIGN(auto* reg, ctx.Workspaces());
-    const std::string name = a.Str("remote");
+    LFS_ASSIGN(const std::string name, RemoteOf(*st, a));
     const std::string branch = a.Has("branch") ? a.Str("branch") : DefaultBranch(ctx);
     remote::WorkspaceAccess wsa;
     wsa.registry = reg;

@@ -10,6 +10,9 @@ lfs init "$S" >/dev/null
 lfs import -m one "$WORK/src" >/dev/null
 
 [ -z "$(lfs remote)" ] || fail "a new Store lists remotes"
+expect_fail push
+grep -q "^layerfs: no remote configured: add one with .layerfs remote add NAME URL.$" "$WORK/stderr" ||
+  fail "push without remotes: $(cat "$WORK/stderr")"
 lfs remote add origin "file://$R"
 [ "$(lfs remote)" = origin ] || fail "remote: $(lfs remote)"
 lfs remote -v | grep -q "^origin	file://$R$" || fail "remote -v: $(lfs remote -v)"
@@ -34,6 +37,24 @@ head=$(lfs log -n 1 --json | python3 -c 'import json,sys; print(json.load(sys.st
 [ "$(lfs log -n 1 --json origin/main | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')" = "$head" ] ||
   fail "origin/main is not the pushed head"
 lfs push origin | grep -q "up-to-date" || fail "second push is not up to date"
+# Without REMOTE: origin, as with Git; with several remotes and none named origin, a refusal
+# naming them; with just one, that one.
+lfs push | grep -q "^  up-to-date   main -> origin/main" || fail "push without REMOTE did not use origin"
+lfs fetch | grep -q "^From file://$R$" || fail "fetch without REMOTE did not use origin"
+lfs remote add zeta "file://$WORK/zeta"
+lfs push | grep -q "origin/main" || fail "push without REMOTE, origin among others"
+lfs remote remove origin
+lfs remote add alpha "file://$WORK/alpha"
+expect_fail push
+grep -q "^layerfs: no REMOTE given and 2 remotes, none named origin: name one of alpha, zeta$" "$WORK/stderr" ||
+  fail "push with two remotes and no origin: $(cat "$WORK/stderr")"
+expect_fail fetch
+expect_fail pull
+lfs remote remove alpha
+lfs push | grep -q "created      main -> zeta/main" || fail "push without REMOTE did not use the only remote"
+lfs remote remove zeta
+lfs remote add origin "file://$R"
+lfs fetch >/dev/null
 
 # Clones: full and lazy; into a non-empty directory or from nowhere: refused, nothing left.
 lfs clone "file://$R" "$WORK/c1" >/dev/null

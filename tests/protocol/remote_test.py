@@ -177,7 +177,9 @@ def main() -> None:
             tools = {t["name"]: t for t in rpc(2, "tools/list", {})[-1]["result"]["tools"]}
             for name in ("remote_list", "remote_add", "remote_remove", "push", "fetch", "pull", "clone"):
                 check(name in tools, f"MCP lacks {name}")
-            check(tools["push"]["inputSchema"]["required"] == ["remote"], f"push schema {tools['push']}")
+            # REMOTE defaults to origin (else the only remote), as the CLI's does.
+            check(not tools["push"]["inputSchema"].get("required") and "remote" in tools["push"]["inputSchema"]["properties"],
+                  f"push schema {tools['push']}")
             check(tools["push"]["annotations"].get("destructiveHint") is True, "push --force may discard Commits")
             check(tools["remote_list"]["annotations"].get("readOnlyHint") is True, "remote_list is read-only")
             a.run("remote", "add", "second", "file://" + a.path("remote2"))

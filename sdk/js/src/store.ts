@@ -409,21 +409,22 @@ export class Store {
     return this.call("remote_remove", { name });
   }
 
-  /** Pushes `branches` (default main) to `remote`; a refused branch rejects with NotFastForward
-   * (or Stale when another pusher won the race). */
-  push(remote: string, branches?: string[], opts: CallOptions & { force?: boolean } = {}):
+  /** Pushes `branches` (default main) to `remote` (default: origin, else the only remote); a
+   * refused branch rejects with NotFastForward (or Stale when another pusher won the race). */
+  push(remote?: string, branches?: string[], opts: CallOptions & { force?: boolean } = {}):
       Promise<Record<string, unknown>> {
     return this.call("push", args({ remote, branches: branches && branches.length ? branches : undefined,
       force: opts.force }), opts);
   }
 
-  /** Fetches `remote`'s branches into its remote-tracking refs. */
-  fetch(remote: string, opts: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.call("fetch", { remote }, opts);
+  /** Fetches `remote`'s branches (default as push's) into its remote-tracking refs. */
+  fetch(remote?: string, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.call("fetch", args({ remote }), opts);
   }
 
-  /** Fetches `remote` and brings REMOTE/BRANCH into `branch` with the merge machinery. */
-  pull(remote: string, branch?: string, opts: CallOptions = {}): Promise<Record<string, unknown>> {
+  /** Fetches `remote` (default as push's) and brings REMOTE/BRANCH into `branch` with the merge
+   * machinery. */
+  pull(remote?: string, branch?: string, opts: CallOptions = {}): Promise<Record<string, unknown>> {
     return this.call("pull", args({ remote, branch }), opts);
   }
 

@@ -468,11 +468,11 @@ test("remotes over file:// URLs: push, clone, fetch, pull, a refused push", () =
     assert.equal((await b.cat("main", "f.txt")).toString(), "one\n");
     await b.writeFile("main", "f.txt", "two\n");
     const c2 = await b.commit("main", "two");
-    assert.equal((await b.push("origin")).refs[0].status, "fast-forward");
+    assert.equal((await b.push()).refs[0].status, "fast-forward"); // origin, its only remote
     await a.writeFile("main", "g.txt", "a only\n");
     await a.commit("main", "a's own");
     await assert.rejects(a.push("origin", ["main"]), layerfs.NotFastForward);
-    const f = await a.fetch("origin");
+    const f = await a.fetch(); // origin
     assert.deepEqual(f.refs.map((r) => [r.branch, r.new]), [["main", c2]]);
     const pl = await a.pull("origin", "main");
     assert.equal(pl.status, "merged");

@@ -42,8 +42,8 @@ export const REQUIRED = {
   fork: ["name"], branch_delete: ["name"], show: ["commit"], diff: ["a"], cat: ["commit", "path"],
   export: ["commit", "dir"], import: ["dir"], mount: ["ref", "mountpoint"], umount: ["mountpoint"],
   commit: ["message"], read_file: ["target", "path"], write_file: ["target", "path"], list_dir: ["target"],
-  remove_path: ["target", "path"], remote_add: ["name", "url"], remote_remove: ["name"], push: ["remote"],
-  fetch: ["remote"], pull: ["remote"], clone: ["store", "url"],
+  remove_path: ["target", "path"], remote_add: ["name", "url"], remote_remove: ["name"],
+  clone: ["store", "url"],
 };
 const ERRNO = { ENOENT: 2, EEXIST: 17, EBUSY: 16, EINVAL: 22, EIO: 5 };
 

@@ -65,8 +65,8 @@ REQUIRED = {"fork": ["name"], "branch_delete": ["name"], "show": ["commit"], "di
             "mount": ["ref", "mountpoint"], "umount": ["mountpoint"], "commit": ["message"],
             "read_file": ["target", "path"], "write_file": ["target", "path"],
             "list_dir": ["target"], "remove_path": ["target", "path"],
-            "remote_add": ["name", "url"], "remote_remove": ["name"], "push": ["remote"], "fetch": ["remote"],
-            "pull": ["remote"], "clone": ["store", "url"]}
+            "remote_add": ["name", "url"], "remote_remove": ["name"],
+            "clone": ["store", "url"]}
 ERRNO = {"ENOENT": 2, "EEXIST": 17, "EBUSY": 16, "EINVAL": 22, "EISDIR": 21, "ENOTDIR": 20,
          "NOT_FAST_FORWARD": 0, "PROTOCOL": 0, "EIO": 5, "CONFLICT": 0}
 

@@ -541,13 +541,13 @@ def remotes_over_file_urls(real_store: Path, remote: Path, other: Path) -> None:
             assert b.cat("main", "f.txt") == b"one\n"
             b.write_file("main", "f.txt", "two\n")
             c2 = b.commit("main", "two")
-            assert b.push("origin")["refs"][0]["status"] == "fast-forward"
+            assert b.push()["refs"][0]["status"] == "fast-forward"  # origin, its only remote
         # A diverges: its push is refused; fetch sees B's Commit, pull merges it.
         a.write_file("main", "g.txt", "a only\n")
         a.commit("main", "a's own")
         with pytest.raises(layerfs.NotFastForward):
             a.push("origin", ["main"])
-        f = a.fetch("origin")
+        f = a.fetch()  # origin
         assert [(r["branch"], r["new"]) for r in f["refs"]] == [("main", c2)]
         assert a.remote_list()[0]["branches"] == {"main": c2}
         pl = a.pull("origin", "main")

@@ -421,15 +421,15 @@ def remote_remove(name: str) -> Call[dict[str, Any]]:
     return Call("remote_remove", {"name": name}, _dict)
 
 
-def push(remote: str, branches: list[str] | None, force: bool) -> Call[dict[str, Any]]:
+def push(remote: str | None, branches: list[str] | None, force: bool) -> Call[dict[str, Any]]:
     return Call("push", _args(remote=remote, branches=list(branches) if branches else None, force=force), _dict)
 
 
-def fetch(remote: str) -> Call[dict[str, Any]]:
-    return Call("fetch", {"remote": remote}, _dict)
+def fetch(remote: str | None) -> Call[dict[str, Any]]:
+    return Call("fetch", _args(remote=remote), _dict)
 
 
-def pull(remote: str, branch: str | None) -> Call[dict[str, Any]]:
+def pull(remote: str | None, branch: str | None) -> Call[dict[str, Any]]:
     return Call("pull", _args(remote=remote, branch=branch), _dict)
 
 

@@ -299,16 +299,16 @@ class AsyncStore:
         """Removes a remote (see ``Store.remote_remove``)."""
         return await self._run(_core.remote_remove(name))
 
-    async def push(self, remote: str, branches: Sequence[str] | None = None, force: bool = False,
+    async def push(self, remote: str | None = None, branches: Sequence[str] | None = None, force: bool = False,
                    progress: ProgressCallback | None = None) -> dict[str, Any]:
         """Pushes branches (see ``Store.push``)."""
         return await self._run(_core.push(remote, list(branches) if branches else None, force), progress)
 
-    async def fetch(self, remote: str, progress: ProgressCallback | None = None) -> dict[str, Any]:
+    async def fetch(self, remote: str | None = None, progress: ProgressCallback | None = None) -> dict[str, Any]:
         """Fetches a remote (see ``Store.fetch``)."""
         return await self._run(_core.fetch(remote), progress)
 
-    async def pull(self, remote: str, branch: str | None = None,
+    async def pull(self, remote: str | None = None, branch: str | None = None,
                    progress: ProgressCallback | None = None) -> dict[str, Any]:
         """Fetches and merges (see ``Store.pull``)."""
         return await self._run(_core.pull(remote, branch), progress)

@@ -353,17 +353,18 @@ class Store:
         """Removes remote ``name`` and its remote-tracking refs."""
         return self._run(_core.remote_remove(name))
 
-    def push(self, remote: str, branches: Sequence[str] | None = None, force: bool = False,
+    def push(self, remote: str | None = None, branches: Sequence[str] | None = None, force: bool = False,
              progress: ProgressCallback | None = None) -> dict[str, Any]:
-        """Pushes ``branches`` (default: main) to ``remote``; a refused branch raises
-        NotFastForward (or Stale when another pusher won the race)."""
+        """Pushes ``branches`` (default: main) to ``remote`` (default: origin, else the only
+        remote); a refused branch raises NotFastForward (or Stale when another pusher won the
+        race)."""
         return self._run(_core.push(remote, list(branches) if branches else None, force), progress)
 
-    def fetch(self, remote: str, progress: ProgressCallback | None = None) -> dict[str, Any]:
+    def fetch(self, remote: str | None = None, progress: ProgressCallback | None = None) -> dict[str, Any]:
         """Fetches ``remote``'s branches into its remote-tracking refs."""
         return self._run(_core.fetch(remote), progress)
 
-    def pull(self, remote: str, branch: str | None = None, progress: ProgressCallback | None = None) -> dict[str, Any]:
+    def pull(self, remote: str | None = None, branch: str | None = None, progress: ProgressCallback | None = None) -> dict[str, Any]:
         """Fetches ``remote`` and brings REMOTE/BRANCH into ``branch`` with the merge machinery."""
         return self._run(_core.pull(remote, branch), progress)
 
