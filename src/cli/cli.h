@@ -75,6 +75,13 @@ struct Context {
   // The branch a verb's TARGET names: a mountpoint (or a path inside one) of this daemon, or a
   // branch name; empty TARGET means the working directory's mount.
   Result<std::string> BranchOfTarget(const std::string& target, std::string* mountpoint);
+  // What HEAD names, as in Git the Commit one works on: the branch mounted writable at the
+  // working directory, the Commit of a read-only mount there, else main (the default of every
+  // verb that takes a branch). Only a daemon knows its mounts; elsewhere main.
+  std::string Head();
+  // `spec` with a leading HEAD (HEAD, HEAD~N, HEAD^N, HEAD:PATH, either side of A...B)
+  // replaced by Head(); a branch cannot be named HEAD.
+  std::string ExpandHead(const std::string& spec);
 };
 
 std::string FormatTime(int64_t sec);

@@ -96,6 +96,25 @@ Result<std::string> Context::BranchOfTarget(const std::string& target, std::stri
   return t;
 }
 
+std::string Context::Head() {
+  if (!mounts || cwd.empty()) return "main";
+  std::string mp;
+  (void)StoreOfMount(cwd, &mp);
+  if (mp.empty()) return "main";
+  if (auto b = mounts->BranchAt(mp)) return *b;
+  for (const auto& m : mounts->List())
+    if (m.mountpoint == mp) return m.commit.Hex();
+  return "main";
+}
+
+std::string Context::ExpandHead(const std::string& spec) {
+  const size_t dots = spec.find("...");
+  if (dots != std::string::npos) return ExpandHead(spec.substr(0, dots)) + "..." + ExpandHead(spec.substr(dots + 3));
+  if (spec.compare(0, 4, "HEAD") == 0 && (spec.size() == 4 || spec[4] == '~' || spec[4] == '^' || spec[4] == ':'))
+    return Head() + spec.substr(4);
+  return spec;
+}
+
 json MountJson(const MountInfo& m) {
   json j = {{"mountpoint", m.mountpoint}, {"ref", m.ref}, {"commit", m.commit.Hex()},
             {"read_only", m.read_only}, {"transport", m.transport}};

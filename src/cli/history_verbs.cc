@@ -83,14 +83,15 @@ void PrintGraph(const json& log, Output& o) {
 Verb Log() {
   Verb v;
   v.name = v.cli = "log";
+  v.ref_args = {"ref"};
   v.help = "Commits newest first along first parents (--graph: all of history)";
   v.read_only = true;
-  v.args = {{"ref", ArgType::kString, "REF", "Where to start (default main)"},
+  v.args = {{"ref", ArgType::kString, "REF", "Where to start (default HEAD: the branch mounted here, else main)"},
             {"max_count", ArgType::kInt, "-n,--max-count", "At most N commits"},
             {"graph", ArgType::kBool, "--graph", "Every commit reachable through all parents, children first, with lanes"}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
-    LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("ref", "main")));
+    LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("ref") ? a.Str("ref") : ctx.Head()));
     const size_t limit = static_cast<size_t>(a.Int("max_count", 0));
     std::vector<CommitInfo> log;
     if (a.Bool("graph")) {
@@ -115,6 +116,7 @@ Verb Log() {
 Verb Show() {
   Verb v;
   v.name = v.cli = "show";
+  v.ref_args = {"commit"};
   v.help = "A Commit's metadata and the paths it changed";
   v.read_only = true;
   v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true}};
@@ -152,6 +154,7 @@ Verb Show() {
 Verb Diff() {
   Verb v;
   v.name = v.cli = "diff";
+  v.ref_args = {"a", "b"};
   v.help = "Paths added, removed, modified, type- or mode-changed from A to B";
   v.read_only = true;
   v.args = {{"a", ArgType::kString, "A", "Old commit, or A...B: from the merge base of A and B to B", true},
@@ -187,6 +190,7 @@ Verb Diff() {
 Verb Cat() {
   Verb v;
   v.name = v.cli = "cat";
+  v.ref_args = {"commit"};
   v.help = "Print a file of a Commit (COMMIT:PATH)";
   v.read_only = true;
   v.args = {{"spec", ArgType::kString, "COMMIT:PATH", "What to print", true, true},
@@ -241,6 +245,7 @@ Verb Cat() {
 Verb Export() {
   Verb v;
   v.name = v.cli = "export";
+  v.ref_args = {"commit"};
   v.help = "Write a Commit's tree into DIR (absent or empty)";
   v.progress = true;
   v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true},

@@ -183,6 +183,7 @@ Verb Pick(const char* name, const char* cli, const char* help) {
   Verb v;
   v.name = name;
   v.cli = cli;
+  v.ref_args = {"commit"};
   v.help = help;
   v.args = {{"commit", ArgType::kString, "COMMIT", "The Commit (any REF)"},
             kInto,
@@ -198,6 +199,7 @@ Verb Pick(const char* name, const char* cli, const char* help) {
 Verb Merge() {
   Verb v;
   v.name = v.cli = "merge";
+  v.ref_args = {"source"};
   v.help = "Merge SOURCE into a branch (a mount's live Workspace, or the Store)";
   v.args = {{"source", ArgType::kString, "SOURCE", "Branch, commit, prefix, REF~N or REF^N to merge in"},
             kInto,

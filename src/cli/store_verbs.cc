@@ -118,13 +118,14 @@ Verb Import() {
 Verb Fork() {
   Verb v;
   v.name = v.cli = "fork";
+  v.ref_args = {"from"};
   v.help = "Create branch NEW at FROM (a branch, commit, prefix or REF~N), O(1)";
   v.args = {{"name", ArgType::kString, "NEW", "New branch name", true},
-            {"from", ArgType::kString, "FROM", "Where the branch starts (default main)"}};
+            {"from", ArgType::kString, "FROM", "Where the branch starts (default HEAD: the branch mounted here, else main)"}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore());
     const std::string name = a.Str("name");
-    LFS_TRY(st->Fork(name, a.Str("from", "main")));
+    LFS_TRY(st->Fork(name, a.Has("from") ? a.Str("from") : ctx.Head()));
     LFS_ASSIGN(auto head, st->BranchHead(name));
     *result = {{"branch", name}, {"commit", head ? head->Hex() : ""}};
     return Status::Ok();
@@ -227,6 +228,7 @@ Verb Stats() {
 Verb Verify() {
   Verb v;
   v.name = v.cli = "verify";
+  v.ref_args = {"commits"};
   v.help = "Read back every object reachable from COMMITs (default all) and check hashes";
   v.read_only = true;
   v.progress = true;

@@ -1,5 +1,7 @@
 #include "cli/verb.h"
 
+#include <optional>
+
 #include "cli/cli.h"
 
 namespace layerfs::cli {
@@ -118,7 +120,18 @@ Status RunVerb(Context& ctx, const Verb& v, const Args& args, json* result) {
   LFS_TRY(CheckArgs(v, args.raw()));
   if (!v.run) return Status::Invalid(fmt::format("{} runs in the client, not in the daemon", v.name));
   try {
-    return v.run(ctx, args, result);
+    std::optional<Args> expanded;  // a copy only for a verb with Commit arguments
+    for (const auto& name : v.ref_args) {
+      if (!args.Has(name)) continue;
+      if (!expanded) expanded = args;
+      json& val = expanded->raw()[name];
+      if (val.is_string()) {
+        val = ctx.ExpandHead(val.get<std::string>());
+      } else {
+        for (auto& s : val) s = ctx.ExpandHead(s.get<std::string>());  // kStrings (CheckArgs)
+      }
+    }
+    return v.run(ctx, expanded ? *expanded : args, result);
   } catch (const std::exception& e) {  // json type errors and allocation failures stop here
     return Status::Errorf(EIO, "{}: {}", v.name, e.what());
   }

@@ -89,6 +89,9 @@ struct Verb {
   bool cli_reads_stdin = false;
   // Runs the verb. On failure returns the Status; `*result` may still be set when the failure
   // has one (a merge stopped on conflicts lists them).
+  // Arguments that name Commits (REF, COMMIT, A, B...): RunVerb expands HEAD in them
+  // (Context::ExpandHead) before `run` sees them.
+  std::vector<std::string> ref_args;
   std::function<Status(Context&, const Args&, json* result)> run;
   // The CLI's text for a result (also called beside a failure that has a result).
   std::function<void(const Args&, const json& result, Output&)> text;

@@ -25,6 +25,7 @@ std::string MountText(const json& m) {
 Verb Mount() {
   Verb v;
   v.name = v.cli = "mount";
+  v.ref_args = {"ref"};
   v.help = "Mount a branch (writable) or a commit (read-only) at MOUNTPOINT";
   v.args = {{"ref", ArgType::kString, "REF", "Branch, commit, prefix or REF~N", true},
             {"mountpoint", ArgType::kString, "MOUNTPOINT", "Directory to mount on", true},
@@ -175,6 +176,7 @@ Verb StatusVerb() {
 Verb Reset() {
   Verb v;
   v.name = v.cli = "reset";
+  v.ref_args = {"hard"};
   v.destructive = true;
   v.help = "Discard uncommitted changes; with --hard REF, also move the branch to REF";
   v.args = {kTarget, {"hard", ArgType::kString, "--hard", "Move the branch to this commit"}};

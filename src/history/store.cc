@@ -65,7 +65,8 @@ const char* EntryTypeName(EntryType t) {
 namespace history {
 
 bool ValidBranchName(std::string_view n) {
-  if (n.empty() || n.size() > 200 || n[0] == '-' || n[0] == '/' || n.back() == '/' ||
+  // HEAD is what the CLI calls the branch one works on (cli::Context::Head).
+  if (n.empty() || n.size() > 200 || n[0] == '-' || n[0] == '/' || n.back() == '/' || n == "HEAD" ||
       n.find("..") != std::string_view::npos || n.find("//") != std::string_view::npos)
     return false;
   for (char c : n)

@@ -119,6 +119,24 @@ c3=$(lfs commit "$F" -m f1-two)
 is_id "$c2" && is_id "$c3" || fail "commit ids: $c2 $c3"
 [ "$c2" != "$c3" ] || fail "divergent commits have one id"
 
+# HEAD, as in Git: the branch mounted at the working directory (else main); log and fork start
+# there by default.
+first_id() { python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
+[ "$(cd "$F/src" && lfs log -n 1 --json | first_id)" = "$c3" ] || fail "log in f1's mount does not start at f1"
+[ "$(cd "$F" && lfs log -n 1 --json HEAD~1 | first_id)" = "$c1" ] || fail "HEAD~1 in f1's mount"
+[ "$(cd "$M" && lfs log -n 1 --json HEAD | first_id)" = "$c2" ] || fail "HEAD in main's mount"
+[ "$(cd "$WORK" && lfs log -n 1 --json HEAD | first_id)" = "$c2" ] || fail "HEAD outside a mount is not main"
+[ "$(cd "$F" && lfs cat HEAD:f1.txt)" = "$(cat "$F/f1.txt")" ] || fail "cat HEAD:PATH in f1's mount"
+(cd "$F" && lfs diff HEAD~1 HEAD) | grep -q "f1.txt" || fail "diff HEAD~1 HEAD in f1's mount"
+[ "$(cd "$F" && lfs fork f1-copy)" = "f1-copy $c3" ] || fail "fork in f1's mount does not start at f1"
+lfs branch -d f1-copy >/dev/null
+(cd "$F" && expect_fail fork HEAD)
+grep -q "invalid branch name 'HEAD'" "$WORK/stderr" || fail "a branch named HEAD: $(cat "$WORK/stderr")"
+mkdir "$WORK/ro-c1"
+lfs mount "$c1" "$WORK/ro-c1" >/dev/null
+[ "$(cd "$WORK/ro-c1" && lfs log -n 1 --json HEAD | first_id)" = "$c1" ] || fail "HEAD in a read-only mount of $c1"
+lfs umount "$WORK/ro-c1"
+
 # Every commit exported equals the tree built by hand.
 for pair in "$c1:$EXP_ONE" "$c2:$EXP_MAIN" "$c3:$EXP_F1"; do
   c=${pair%%:*} exp=${pair#*:}
