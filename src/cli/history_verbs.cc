@@ -10,10 +10,38 @@
 #include "cli/json_shapes.h"
 #include "history/file_content.h"
 #include "merge/merge.h"
+#include "merge/patch.h"
 
 namespace layerfs::cli {
 
 namespace {
+
+// With --patch: each change's patch (merge::UnifiedPatch) as "patch" in its JSON. All of them
+// together stay under the protocol's message size.
+Status AddPatches(Store& st, const std::vector<DiffEntry>& d, json* changes) {
+  auto content = [&](const std::optional<TreeEntry>& e) -> Result<std::string> {
+    if (!e || !merge::NeedsContent(*e)) return std::string();
+    if (e->type == EntryType::kSymlink) return e->target;
+    return st.ReadFile(*e);
+  };
+  uint64_t total = 0;
+  for (size_t i = 0; i < d.size(); i++) {
+    LFS_ASSIGN(std::string before, content(d[i].before));
+    LFS_ASSIGN(std::string after, content(d[i].after));
+    std::string p = merge::UnifiedPatch(d[i], before, after);
+    total += p.size();
+    if (total > kMaxContent)
+      return Status::Error(E2BIG, fmt::format("the patch is over {} MiB; name commits closer together, or leave out -p",
+                                              kMaxContent >> 20));
+    (*changes)[i]["patch"] = std::move(p);
+  }
+  return Status::Ok();
+}
+
+void PrintPatches(const json& d, Output& o) {
+  for (const auto& e : d)
+    if (e.contains("patch")) o.Out(e["patch"].get<std::string>());
+}
 
 void PrintChanges(const json& d, bool stat, Output& o) {
   size_t counts[256] = {};
@@ -113,13 +141,16 @@ Verb Log() {
   return v;
 }
 
+const ArgSpec kPatch = {"patch", ArgType::kBool, "-p,--patch",
+                        "Each change as Git's unified diff (\"patch\" in each change's JSON)"};
+
 Verb Show() {
   Verb v;
   v.name = v.cli = "show";
   v.ref_args = {"commit"};
   v.help = "A Commit's metadata and the paths it changed";
   v.read_only = true;
-  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true}};
+  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true}, kPatch};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("commit")));
@@ -130,10 +161,11 @@ Verb Show() {
     }
     json j = CommitJson(c);
     j["changes"] = ChangesJson(changes);
+    if (a.Bool("patch")) LFS_TRY(AddPatches(*st, changes, &j["changes"]));
     *result = std::move(j);
     return Status::Ok();
   };
-  v.text = [](const Args&, const json& c, Output& o) {
+  v.text = [](const Args& a, const json& c, Output& o) {
     o.Outf("commit {}\n", c["id"].get<std::string>());
     if (c["parents"].size() > 1) {
       // A merge: the paths are those it changed against its first parent, as `git show
@@ -146,7 +178,8 @@ Verb Show() {
     o.Outf("tree   {}\ndate   {}\nfiles  {}, {} bytes\n\n    {}\n\n", c["root"].get<std::string>(),
            FormatTime(c["time"].get<int64_t>()), c["files"].get<uint64_t>(), c["logical_bytes"].get<uint64_t>(),
            c["message"].get<std::string>());
-    PrintChanges(c["changes"], false, o);
+    if (a.Bool("patch")) PrintPatches(c["changes"], o);
+    else PrintChanges(c["changes"], false, o);
   };
   return v;
 }
@@ -159,7 +192,8 @@ Verb Diff() {
   v.read_only = true;
   v.args = {{"a", ArgType::kString, "A", "Old commit, or A...B: from the merge base of A and B to B", true},
             {"b", ArgType::kString, "B", "New commit"},
-            {"stat", ArgType::kBool, "--stat", "Sizes and a summary", false, true}};
+            {"stat", ArgType::kBool, "--stat", "Sizes and a summary", false, true},
+            kPatch};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     std::string from = a.Str("a"), to = a.Str("b");
@@ -181,9 +215,13 @@ Verb Diff() {
     }
     LFS_ASSIGN(auto d, st->Diff(ia, ib));
     *result = ChangesJson(d);
+    if (a.Bool("patch")) LFS_TRY(AddPatches(*st, d, result));
     return Status::Ok();
   };
-  v.text = [](const Args& a, const json& r, Output& o) { PrintChanges(r, a.Bool("stat"), o); };
+  v.text = [](const Args& a, const json& r, Output& o) {
+    if (a.Bool("patch") && !a.Bool("stat")) PrintPatches(r, o);
+    else PrintChanges(r, a.Bool("stat"), o);
+  };
   return v;
 }
 

@@ -301,13 +301,14 @@ export class Store {
   }
 
   /** A Commit with `changes`: the paths it changed against its first parent. */
-  show(commit: string): Promise<Commit> {
-    return this.call("show", { commit });
+  show(commit: string, opts: { patch?: boolean } = {}): Promise<Commit> {
+    return this.call("show", args({ commit, patch: opts.patch }));
   }
 
-  /** Paths added, deleted, modified, type- or mode-changed from `a` to `b` (or `a` as "A...B"). */
-  diff(a: string, b?: string): Promise<Change[]> {
-    return this.call("diff", args({ a, b }));
+  /** Paths added, deleted, modified, type- or mode-changed from `a` to `b` (or `a` as "A...B");
+   * with `patch`, each with its Git unified diff. */
+  diff(a: string, b?: string, opts: { patch?: boolean } = {}): Promise<Change[]> {
+    return this.call("diff", args({ a, b, patch: opts.patch }));
   }
 
   /**

@@ -22,6 +22,8 @@ export interface Change {
   change: ChangeKind;
   before?: TreeEntry;
   after?: TreeEntry;
+  /** Git's unified diff of the change, when asked for (`diff(a, b, { patch: true })`). */
+  patch?: string;
 }
 
 /** A Commit. `changes` is present only from `show`. */

@@ -105,6 +105,12 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   assert.equal(changes["src/a.bin"].change, "D");
   assert.equal(changes["src/a.bin"].before.size, payload.length);
   assert.deepEqual((await s.show(c2)).changes.map((c) => c.path).sort(), Object.keys(changes).sort());
+  // With patch: Git's unified diff of each change.
+  const patched = Object.fromEntries((await s.diff(c1, c2, { patch: true })).map((c) => [c.path, c.patch]));
+  assert.ok(patched["notes.txt"].startsWith("diff --git a/notes.txt b/notes.txt\n") &&
+    patched["notes.txt"].includes("\n+second\n"), JSON.stringify(patched));
+  assert.ok(patched["src/a.bin"].includes("deleted file mode 100644\n"), JSON.stringify(patched));
+  assert.deepEqual(Object.fromEntries((await s.show(c2, { patch: true })).changes.map((c) => [c.path, c.patch])), patched);
   assert.ok((await s.cat(c1, "src/a.bin")).equals(payload));
 
   const out = join(root, "export");

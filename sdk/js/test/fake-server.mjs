@@ -20,7 +20,7 @@ const S = "string", N = "number", B = "boolean", L = "array";
 export const ARGS = {
   branches: {}, mounts: {}, stats: {}, gc: {},
   fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B },
-  show: { commit: S }, diff: { a: S, b: S }, cat: { commit: S, path: S, offset: N, length: N },
+  show: { commit: S, patch: B }, diff: { a: S, b: S, patch: B }, cat: { commit: S, path: S, offset: N, length: N },
   export: { commit: S, dir: S },
   import: { dir: S, branch: S, message: S, jobs: N },
   mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },

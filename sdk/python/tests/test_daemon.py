@@ -80,6 +80,13 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         assert changes["src/a.bin"].before is not None and changes["src/a.bin"].before.size == len(payload)
         shown = s.show(c2)
         assert shown.id == c2 and {c.path for c in shown.changes or []} == set(changes)
+        assert all(c.patch is None for c in shown.changes or [])
+        # With patch: Git's unified diff of each change.
+        patched = {c.path: c.patch for c in s.diff(c1, c2, patch=True)}
+        assert patched["notes.txt"] is not None and patched["notes.txt"].startswith(
+            "diff --git a/notes.txt b/notes.txt\n") and "\n+second\n" in patched["notes.txt"], patched
+        assert "deleted file mode 100644\n" in (patched["src/a.bin"] or ""), patched
+        assert {c.path: c.patch for c in s.show(c2, patch=True).changes or []} == patched
         assert s.cat(c1, "src/a.bin") == payload
         assert s.cat(c2, "notes.txt") == b"second\n"
 

@@ -339,12 +339,12 @@ def log(ref: str, max_count: int | None, graph: bool = False) -> Call[list[Commi
     return Call("log", _args(ref=ref, max_count=max_count, graph=graph), _list(Commit))
 
 
-def show(commit: str) -> Call[Commit]:
-    return Call("show", {"commit": commit}, Commit.from_json)
+def show(commit: str, patch: bool) -> Call[Commit]:
+    return Call("show", _args(commit=commit, patch=patch), Commit.from_json)
 
 
-def diff(a: str, b: str | None) -> Call[list[Change]]:
-    return Call("diff", _args(a=a, b=b), _list(Change))
+def diff(a: str, b: str | None, patch: bool) -> Call[list[Change]]:
+    return Call("diff", _args(a=a, b=b, patch=patch), _list(Change))
 
 
 def cat(commit: str, path: str, offset: int, length: int | None) -> Call[tuple[bytes, int]]:

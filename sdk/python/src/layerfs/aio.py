@@ -221,13 +221,13 @@ class AsyncStore:
         """Commits newest first from ``ref`` (see ``Store.log``)."""
         return await self._run(_core.log(ref, max_count, graph))
 
-    async def show(self, commit: str) -> Commit:
+    async def show(self, commit: str, patch: bool = False) -> Commit:
         """A Commit with its changes (see ``Store.show``)."""
-        return await self._run(_core.show(commit))
+        return await self._run(_core.show(commit, patch))
 
-    async def diff(self, a: str, b: str | None = None) -> list[Change]:
+    async def diff(self, a: str, b: str | None = None, patch: bool = False) -> list[Change]:
         """Changes from ``a`` to ``b`` (see ``Store.diff``)."""
-        return await self._run(_core.diff(a, b))
+        return await self._run(_core.diff(a, b, patch))
 
     async def cat(self, commit: str, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """A file of a Commit (see ``Store.cat``)."""

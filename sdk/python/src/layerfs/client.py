@@ -249,14 +249,15 @@ class Store:
         (``layerfs log --graph``)."""
         return self._run(_core.log(ref, max_count, graph))
 
-    def show(self, commit: str) -> Commit:
-        """A Commit with ``changes``: the paths it changed against its first parent."""
-        return self._run(_core.show(commit))
+    def show(self, commit: str, patch: bool = False) -> Commit:
+        """A Commit with ``changes``: the paths it changed against its first parent (with
+        ``patch``, each change's Git unified diff in ``Change.patch``)."""
+        return self._run(_core.show(commit, patch))
 
-    def diff(self, a: str, b: str | None = None) -> list[Change]:
+    def diff(self, a: str, b: str | None = None, patch: bool = False) -> list[Change]:
         """Paths added, deleted, modified, type- or mode-changed from ``a`` to ``b``
-        (or ``a`` given as "A...B")."""
-        return self._run(_core.diff(a, b))
+        (or ``a`` given as "A...B"); with ``patch``, each with its Git unified diff."""
+        return self._run(_core.diff(a, b, patch))
 
     def cat(self, commit: str, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """The content of ``path`` in ``commit`` (a symlink's target for a symlink): ``length``

@@ -58,6 +58,8 @@ class Change:
     change: str
     before: TreeEntry | None = None
     after: TreeEntry | None = None
+    patch: str | None = None
+    """Git's unified diff of the change, when asked for (``diff(..., patch=True)``)."""
 
     @classmethod
     def from_json(cls, data: Any) -> Change:

@@ -1,0 +1,28 @@
+// Patch: one change between two trees as Git's unified diff (`layerfs diff -p`, `show -p`), so
+// an agent reads what changed in a file, not only that it changed. The hunks come from
+// libgit2's xdiff (the diff Git itself runs) with three lines of context; the header is Git's:
+// `diff --git a/P b/P`, the mode lines (`new file mode`, `deleted file mode`, `old mode` /
+// `new mode`), `--- a/P` or `/dev/null`, `+++ b/P` or `/dev/null`. A symlink's content is its
+// target, with mode 120000, as in Git. Binary content (merge::LooksBinary) or a side over
+// kMaxTextBytes gives `Binary files a/P and b/P differ`. A type change is a deletion then an
+// addition. Directories and special files have no content, hence no patch (empty). Pure
+// function; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "layerfs/store.h"
+
+namespace layerfs::merge {
+
+// `before` and `after`: the content of d.before and d.after (empty where a side is absent or
+// NeedsContent says it is not read).
+std::string UnifiedPatch(const DiffEntry& d, std::string_view before, std::string_view after);
+
+// Whether a patch shows `e` (a file or a symlink), and whether it needs its content read (not
+// for a file over kMaxTextBytes, which is shown as binary).
+bool HasPatchContent(const TreeEntry& e);
+bool NeedsContent(const TreeEntry& e);
+
+}  // namespace layerfs::merge

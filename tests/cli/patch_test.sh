@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# diff -p and show -p: Git's unified diff of every change, which `git apply` takes: applied to
+# the export of A it gives the tree of B (text edits, additions, removals, a mode change, a
+# symlink retargeted, a file turned into a symlink); binary files are named, not diffed.
+source "$(dirname "$0")/lib.bash" "$1"
+command -v git >/dev/null || fail "git is needed"
+SRC=$WORK/src
+mkdir -p "$SRC/sub"
+seq 1 40 >"$SRC/lines.txt"
+printf 'no newline' >"$SRC/nonl"
+printf 'old\n' >"$SRC/gone.txt"
+printf '#!/bin/sh\n' >"$SRC/run.sh"
+ln -s lines.txt "$SRC/link"
+printf 'was a file\n' >"$SRC/sub/becomes-link"
+head -c 2000 /dev/urandom >"$SRC/blob.bin"
+lfs init "$LAYERFS_STORE" >/dev/null
+c1=$(lfs import -m one "$SRC")
+
+sed -i 's/^20$/twenty/; s/^3$/three/' "$SRC/lines.txt"
+echo 41 >>"$SRC/lines.txt"
+printf 'no newline, changed' >"$SRC/nonl"
+rm "$SRC/gone.txt"
+printf 'fresh\n' >"$SRC/sub/new.txt"
+chmod 755 "$SRC/run.sh"
+ln -sfn nonl "$SRC/link"
+rm "$SRC/sub/becomes-link" && ln -s ../nonl "$SRC/sub/becomes-link"
+head -c 2000 /dev/urandom >"$SRC/blob.bin"
+c2=$(lfs import -m two "$SRC")
+
+lfs diff -p "$c1" "$c2" >"$WORK/p.patch"
+grep -q '^@@ -1,6 +1,6 @@$' "$WORK/p.patch" || fail "no hunk for line 3: $(cat "$WORK/p.patch")"
+grep -q '^-20$' "$WORK/p.patch" && grep -q '^+twenty$' "$WORK/p.patch" || fail "line 20's change is not in the patch"
+grep -q '^old mode 100644$' "$WORK/p.patch" && grep -q '^new mode 100755$' "$WORK/p.patch" || fail "mode lines"
+grep -q '^deleted file mode 100644$' "$WORK/p.patch" || fail "removal header"
+grep -q '^Binary files a/blob.bin and b/blob.bin differ$' "$WORK/p.patch" || fail "binary file"
+# Applied by git to A's tree (binary files left aside: a patch without index lines cannot carry
+# them), it gives B's.
+lfs export "$c1" "$WORK/a" >/dev/null
+lfs export "$c2" "$WORK/b" >/dev/null
+(cd "$WORK/a" && git init -q . && git apply --exclude=blob.bin "$WORK/p.patch") || fail "git apply refused the patch"
+cp "$WORK/b/blob.bin" "$WORK/a/blob.bin"
+diff -r --no-dereference --exclude=.git "$WORK/a" "$WORK/b" >/dev/null || fail "the patched tree differs from B"
+[ "$(stat -c %a "$WORK/a/run.sh")" = 755 ] || fail "the mode change did not apply"
+[ "$(readlink "$WORK/a/sub/becomes-link")" = ../nonl ] || fail "the file did not become a symlink"
+
+# A...B, and the patch in --json beside each change; without -p, no patch.
+[ "$(lfs diff -p "$c1...$c2" | md5sum)" = "$(md5sum <"$WORK/p.patch")" ] || fail "A...B -p"
+# Its index line carries Git's blob ids.
+ia=$(git hash-object "$WORK/b/lines.txt" | cut -c1-7)  # B's lines.txt
+ib=$(grep -A1 '^diff --git a/lines.txt b/lines.txt$' "$WORK/p.patch" | sed -n 's/^index \([0-9a-f]*\)\.\..*/\1/p')
+lfs cat "$c1:lines.txt" | git hash-object --stdin | grep -q "^$ib" || fail "index line: old id $ib"
+lfs diff -p --json "$c1" "$c2" | python3 -c '
+import json, sys
+d = {c["path"]: c for c in json.load(sys.stdin)}
+want = "diff --git a/lines.txt b/lines.txt\nindex %s..%s 100644\n--- a/lines.txt\n" % (sys.argv[1], sys.argv[2])
+assert d["lines.txt"]["patch"].startswith(want), (want, d["lines.txt"])
+assert d["sub"].get("patch", "") == "" if "sub" in d else True
+assert "+fresh\n" in d["sub/new.txt"]["patch"], d["sub/new.txt"]' "$ib" "$ia" || fail "diff -p --json"
+lfs diff --json "$c1" "$c2" | python3 -c '
+import json, sys
+assert all("patch" not in c for c in json.load(sys.stdin))' || fail "diff --json without -p carries patches"
+
+# show -p: the header, then the patch against the first parent.
+lfs show -p "$c2" >"$WORK/show"
+grep -q "^commit $c2$" "$WORK/show" || fail "show -p header"
+[ "$(sed -n '/^diff --git/,$p' "$WORK/show" | md5sum)" = "$(md5sum <"$WORK/p.patch")" ] || fail "show -p's patch"
+echo "patch ok"
