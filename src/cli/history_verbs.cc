@@ -10,38 +10,10 @@
 #include "cli/json_shapes.h"
 #include "history/file_content.h"
 #include "merge/merge.h"
-#include "merge/patch.h"
 
 namespace layerfs::cli {
 
 namespace {
-
-// With --patch: each change's patch (merge::UnifiedPatch) as "patch" in its JSON. All of them
-// together stay under the protocol's message size.
-Status AddPatches(Store& st, const std::vector<DiffEntry>& d, json* changes) {
-  auto content = [&](const std::optional<TreeEntry>& e) -> Result<std::string> {
-    if (!e || !merge::NeedsContent(*e)) return std::string();
-    if (e->type == EntryType::kSymlink) return e->target;
-    return st.ReadFile(*e);
-  };
-  uint64_t total = 0;
-  for (size_t i = 0; i < d.size(); i++) {
-    LFS_ASSIGN(std::string before, content(d[i].before));
-    LFS_ASSIGN(std::string after, content(d[i].after));
-    std::string p = merge::UnifiedPatch(d[i], before, after);
-    total += p.size();
-    if (total > kMaxContent)
-      return Status::Error(E2BIG, fmt::format("the patch is over {} MiB; name commits closer together, or leave out -p",
-                                              kMaxContent >> 20));
-    (*changes)[i]["patch"] = std::move(p);
-  }
-  return Status::Ok();
-}
-
-void PrintPatches(const json& d, Output& o) {
-  for (const auto& e : d)
-    if (e.contains("patch")) o.Out(e["patch"].get<std::string>());
-}
 
 void PrintChanges(const json& d, bool stat, Output& o) {
   size_t counts[256] = {};
@@ -161,7 +133,7 @@ Verb Show() {
     }
     json j = CommitJson(c);
     j["changes"] = ChangesJson(changes);
-    if (a.Bool("patch")) LFS_TRY(AddPatches(*st, changes, &j["changes"]));
+    if (a.Bool("patch")) LFS_TRY(AddPatches(changes, HistoryReader(*st), &j["changes"]));
     *result = std::move(j);
     return Status::Ok();
   };
@@ -215,7 +187,7 @@ Verb Diff() {
     }
     LFS_ASSIGN(auto d, st->Diff(ia, ib));
     *result = ChangesJson(d);
-    if (a.Bool("patch")) LFS_TRY(AddPatches(*st, d, result));
+    if (a.Bool("patch")) LFS_TRY(AddPatches(d, HistoryReader(*st), result));
     return Status::Ok();
   };
   v.text = [](const Args& a, const json& r, Output& o) {

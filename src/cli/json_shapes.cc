@@ -2,6 +2,11 @@
 
 #include <array>
 
+#include <fmt/format.h>
+
+#include "cli/verb.h"
+#include "merge/patch.h"
+
 namespace layerfs::cli {
 
 using nlohmann::json;
@@ -49,6 +54,39 @@ json ConflictJson(const merge::Conflict& c) {
   return {{"path", c.path},         {"kind", merge::ConflictKindName(c.kind)},
           {"base", side(c.base)},   {"ours", side(c.ours)},
           {"theirs", side(c.theirs)}, {"sides", sides}};
+}
+
+Status AddPatches(const std::vector<DiffEntry>& d, const SideReader& read, nlohmann::json* changes) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < d.size(); i++) {
+    std::string before, after;
+    if (d[i].before && merge::NeedsContent(*d[i].before)) {
+      LFS_ASSIGN(before, read(d[i], false));
+    }
+    if (d[i].after && merge::NeedsContent(*d[i].after)) {
+      LFS_ASSIGN(after, read(d[i], true));
+    }
+    std::string p = merge::UnifiedPatch(d[i], before, after);
+    total += p.size();
+    if (total > kMaxContent)
+      return Status::Error(E2BIG, fmt::format("the patch is over {} MiB; name commits closer together, or leave out -p",
+                                              kMaxContent >> 20));
+    (*changes)[i]["patch"] = std::move(p);
+  }
+  return Status::Ok();
+}
+
+SideReader HistoryReader(Store& st) {
+  return [&st](const DiffEntry& d, bool after) -> Result<std::string> {
+    const TreeEntry& e = after ? *d.after : *d.before;
+    if (e.type == EntryType::kSymlink) return e.target;
+    return st.ReadFile(e);
+  };
+}
+
+void PrintPatches(const nlohmann::json& changes, Output& o) {
+  for (const auto& e : changes)
+    if (e.contains("patch")) o.Out(e["patch"].get<std::string>());
 }
 
 namespace {

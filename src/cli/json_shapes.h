@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,17 @@ nlohmann::json ConflictJson(const merge::Conflict& c);
 // The most file content one result (read_file, cat) carries: its base64 stays under the
 // protocol's 64 MiB message limit with room for the rest of the message.
 inline constexpr uint64_t kMaxContent = 32 << 20;
+
+// With --patch (diff, show, status): each change's Git unified diff (merge::UnifiedPatch) as
+// "patch" in (*changes)[i]. `read` gives the content of a side of a change (after: true for
+// d.after), called only for a side merge::NeedsContent. E2BIG once the patches pass kMaxContent.
+using SideReader = std::function<Result<std::string>(const DiffEntry& d, bool after)>;
+Status AddPatches(const std::vector<DiffEntry>& d, const SideReader& read, nlohmann::json* changes);
+// Both sides from history (a symlink's content is its target).
+SideReader HistoryReader(Store& st);
+// The CLI's text for them: every patch, in order.
+class Output;
+void PrintPatches(const nlohmann::json& changes, Output& o);
 
 std::string Base64Encode(std::string_view data);
 // EINVAL on a character outside the alphabet or a bad length (padding optional).

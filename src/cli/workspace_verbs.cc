@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/json_shapes.h"
 #include "merge/merge_into.h"
+#include "workspace/files.h"
 
 namespace layerfs::cli {
 
@@ -126,19 +127,31 @@ Verb StatusVerb() {
   v.name = v.cli = "status";
   v.help = "Uncommitted changes of a Workspace";
   v.read_only = true;
-  v.args = {kTarget};
+  v.args = {kTarget, {"patch", ArgType::kBool, "-p,--patch",
+                      "Each change as Git's unified diff against the head Commit (\"patch\" in its JSON)"}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     std::string mp;
     LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
     LFS_TRY(SettleMount(ctx, branch, mp));
     // On a full disk the Store opens read-only, and its Workspace writes nothing.
-    LFS_TRY(ctx.GetStore(/*read_only_ok=*/true).status());
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(auto* reg, ctx.Workspaces());
     LFS_ASSIGN(auto ws, reg->Get(branch));
     LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
     LFS_ASSIGN(auto changes, ws->Changes());
     json conflicts = json::array();
     json r = {{"branch", branch}, {"changes", ChangesJson(changes)}};
+    if (a.Bool("patch")) {
+      // The committed side from history, the live side read from the Workspace.
+      const SideReader history = HistoryReader(*st);
+      auto read = [&](const DiffEntry& d, bool after) -> Result<std::string> {
+        if (!after) return history(d, false);
+        if (d.after->type == EntryType::kSymlink) return d.after->target;
+        uint64_t size = 0;
+        return workspace::ReadPath(*ws, d.path, 0, std::nullopt, &size);
+      };
+      LFS_TRY(AddPatches(changes, read, &r["changes"]));
+    }
     if (merging) {
       LFS_ASSIGN(auto unresolved, merge::UnresolvedPaths(*ws, *merging));
       for (const auto& c : merging->conflicts) {
@@ -156,7 +169,11 @@ Verb StatusVerb() {
     *result = std::move(r);
     return Status::Ok();
   };
-  v.text = [](const Args&, const json& r, Output& o) {
+  v.text = [](const Args& a, const json& r, Output& o) {
+    if (a.Bool("patch")) {  // as `git diff HEAD`
+      PrintPatches(r["changes"], o);
+      return;
+    }
     if (r.contains("merging")) {
       // Conflicts first, as `git status` shows unmerged paths: C, the kind, the path.
       const json& m = r["merging"];

@@ -114,6 +114,17 @@ diverge_f1 "$F"
 diverge_f1 "$EXP_F1"
 same_tree "$M" "$EXP_MAIN"
 same_tree "$F" "$EXP_F1"
+# status -p: the uncommitted changes as Git's patch against the head (as `git diff HEAD`), the
+# live side read from the Workspace.
+(cd "$M" && lfs status -p) >"$WORK/status.patch"
+old_id=$(lfs cat "$c1:hello.txt" | git hash-object --stdin | cut -c1-7)
+new_id=$(git hash-object "$M/hello.txt" | cut -c1-7)
+grep -A6 '^diff --git a/hello.txt b/hello.txt$' "$WORK/status.patch" >"$WORK/hello.patch"
+[ "$(sed -n 2p "$WORK/hello.patch")" = "index $old_id..$new_id 100644" ] || fail "status -p index line: $(cat "$WORK/hello.patch")"
+grep -q '^+hello from main$' "$WORK/hello.patch" || fail "status -p lacks the appended line: $(cat "$WORK/status.patch")"
+grep -A2 '^diff --git a/run.sh b/run.sh$' "$WORK/status.patch" | grep -q '^new mode 100644$' || fail "status -p: run.sh's mode"
+grep -A1 '^diff --git a/src/lib/util.c b/src/lib/util.c$' "$WORK/status.patch" | grep -q '^deleted file mode 100600$' ||
+  fail "status -p: util.c's removal"
 c2=$(lfs commit "$M" -m main-two)
 c3=$(lfs commit "$F" -m f1-two)
 is_id "$c2" && is_id "$c3" || fail "commit ids: $c2 $c3"

@@ -366,8 +366,8 @@ export class Store {
   }
 
   /** Uncommitted changes of `target`'s Workspace (a mountpoint or a branch). */
-  status(target?: string): Promise<WorkspaceStatus> {
-    return this.call("status", args({ target }));
+  status(target?: string, opts: { patch?: boolean } = {}): Promise<WorkspaceStatus> {
+    return this.call("status", args({ target, patch: opts.patch }));
   }
 
   /** Discards `target`'s uncommitted changes; with `hard: REF` also moves the branch to REF. */

@@ -82,6 +82,9 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   assert.equal(st.branch, "try");
   const seen = new Set(st.changes.map((c) => `${c.change} ${c.path}`));
   assert.ok(seen.has("A src/a.bin") && seen.has("A notes.txt"), [...seen].join(","));
+  const livePatch = Object.fromEntries((await s.status(mp, { patch: true })).changes.map((c) => [c.path, c.patch]));
+  assert.equal(livePatch["notes.txt"], "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n" +
+    "index 0000000..9c59e24\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+first\n"); // git hash-object's id
 
   const c1 = await s.commit(mp, "two files");
   assert.match(c1, ID);

@@ -25,7 +25,7 @@ export const ARGS = {
   import: { dir: S, branch: S, message: S, jobs: N },
   mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },
   umount: { mountpoint: S },
-  commit: { target: S, message: S }, status: { target: S }, reset: { target: S, hard: S },
+  commit: { target: S, message: S }, status: { target: S, patch: B }, reset: { target: S, hard: S },
   verify: { commits: L, fetch: B },
   remote_list: {}, remote_add: { name: S, url: S, lazy: B }, remote_remove: { name: S },
   push: { remote: S, branches: L, force: B }, fetch: { remote: S }, pull: { remote: S, branch: S },

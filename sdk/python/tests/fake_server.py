@@ -45,7 +45,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "umount": {"mountpoint": (str,)},
     "mounts": {},
     "commit": {"target": (str,), "message": (str,)},
-    "status": {"target": (str,)},
+    "status": {"target": (str,), "patch": (bool,)},
     "reset": {"target": (str,), "hard": (str,)},
     "stats": {},
     "verify": {"commits": (list,), "fetch": (bool,)},

@@ -54,6 +54,11 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         st = s.status(mp)
         assert st.branch == "try"
         assert {(c.path, c.change) for c in st.changes} >= {("src/a.bin", "A"), ("notes.txt", "A")}
+        patched = {c.path: c.patch for c in s.status(mp, patch=True).changes}
+        assert patched["notes.txt"] == ("diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n"
+                                        "index 0000000..9c59e24\n--- /dev/null\n+++ b/notes.txt\n"
+                                        "@@ -0,0 +1 @@\n+first\n"), patched  # git hash-object's id
+        assert patched["src/a.bin"].endswith("Binary files /dev/null and b/src/a.bin differ\n"), patched
 
         c1 = s.commit(mp, "two files")
         assert ID.match(c1)

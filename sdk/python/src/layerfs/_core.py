@@ -388,8 +388,8 @@ def commit(target: str | os.PathLike[str] | None, message: str) -> Call[CommitRe
     return Call("commit", _args(target=_target(target), message=message), CommitResult.from_json)
 
 
-def status(target: str | os.PathLike[str] | None) -> Call[WorkspaceStatus]:
-    return Call("status", _args(target=_target(target)), WorkspaceStatus.from_json)
+def status(target: str | os.PathLike[str] | None, patch: bool = False) -> Call[WorkspaceStatus]:
+    return Call("status", _args(target=_target(target), patch=patch), WorkspaceStatus.from_json)
 
 
 def reset(target: str | os.PathLike[str] | None, hard: str | None) -> Call[ResetResult]:

@@ -266,9 +266,9 @@ class AsyncStore:
         """Commits ``target`` and returns the new Commit's id (see ``Store.commit``)."""
         return (await self._run(_core.commit(target, message))).commit
 
-    async def status(self, target: PathArg | None = None) -> WorkspaceStatus:
+    async def status(self, target: PathArg | None = None, patch: bool = False) -> WorkspaceStatus:
         """Uncommitted changes (see ``Store.status``)."""
-        return await self._run(_core.status(target))
+        return await self._run(_core.status(target, patch))
 
     async def reset(self, target: PathArg | None = None, hard: str | None = None) -> ResetResult:
         """Discards changes, or moves the branch with ``hard`` (see ``Store.reset``)."""

@@ -306,9 +306,10 @@ class Store:
         returns the new Commit's id. Data still in the page cache and in mmaps is included."""
         return self._run(_core.commit(target, message)).commit
 
-    def status(self, target: PathArg | None = None) -> WorkspaceStatus:
-        """Uncommitted changes of ``target``'s Workspace (a mountpoint or a branch)."""
-        return self._run(_core.status(target))
+    def status(self, target: PathArg | None = None, patch: bool = False) -> WorkspaceStatus:
+        """Uncommitted changes of ``target``'s Workspace (a mountpoint or a branch); with
+        ``patch``, each with its Git unified diff against the head Commit (``Change.patch``)."""
+        return self._run(_core.status(target, patch))
 
     def reset(self, target: PathArg | None = None, hard: str | None = None) -> ResetResult:
         """Discards ``target``'s uncommitted changes; with ``hard=REF`` also moves the branch
