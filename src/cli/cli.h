@@ -82,7 +82,20 @@ struct Context {
   // `spec` with a leading HEAD (HEAD, HEAD~N, HEAD^N, HEAD:PATH, either side of A...B)
   // replaced by Head(); a branch cannot be named HEAD.
   std::string ExpandHead(const std::string& spec);
+  // PATH arguments (log/diff/show/status -- PATH...) as paths in a Commit's tree, as Git reads
+  // pathspecs: relative to the working directory's place in its mount (from the tree's root
+  // elsewhere), an absolute path inside a mount from that mount's root; `.` and `..` resolved,
+  // "" being the root. EINVAL for a path that climbs above the root.
+  Result<std::vector<std::string>> TreePaths(const std::vector<std::string>& paths);
 };
+
+// Whether `path` (a change's) is one of `under` or below one of them.
+bool PathSelected(const std::string& path, const std::vector<std::string>& under);
+
+// The `paths` argument of log, diff, show and status (CLI: --path P, or -- PATH... after the
+// rest); KeepPaths drops the changes outside them (Context::TreePaths), if given.
+extern const ArgSpec kPaths;
+Status KeepPaths(Context& ctx, const Args& a, std::vector<DiffEntry>* changes);
 
 std::string FormatTime(int64_t sec);
 

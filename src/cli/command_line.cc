@@ -4,6 +4,7 @@
 
 #include "cli/json_shapes.h"
 #include "control/protocol.h"
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -55,9 +56,41 @@ json ValueOf(const ArgSpec& a, CLI::Option* o) {
   return nullptr;
 }
 
+// Git's `VERB ... -- PATH...` for the verbs with a `paths` argument (log, diff, show, status):
+// the words after `--` become `--path WORD` (CLI11 would give them to the positionals in order,
+// so `log -- f` would read f as the REF). Other verbs keep `--` (exec's command follows it).
+std::vector<std::string> PathsAfterDashes(const std::vector<std::string>& argv) {
+  size_t verb_at = 0;
+  for (size_t i = 1; i < argv.size(); i++) {
+    if (argv[i] == "--store") {
+      i++;
+      continue;
+    }
+    if (!argv[i].empty() && argv[i][0] != '-') {
+      verb_at = i;
+      break;
+    }
+  }
+  if (verb_at == 0) return argv;
+  const Verb* v = nullptr;
+  for (const auto& cand : Verbs())
+    if (cand.cli == argv[verb_at]) v = &cand;
+  if (!v || std::none_of(v->args.begin(), v->args.end(), [](const ArgSpec& a) { return a.name == "paths"; }))
+    return argv;
+  auto dashes = std::find(argv.begin() + static_cast<long>(verb_at), argv.end(), "--");
+  if (dashes == argv.end()) return argv;
+  std::vector<std::string> out(argv.begin(), dashes);
+  for (auto it = dashes + 1; it != argv.end(); ++it) {
+    out.push_back("--path");
+    out.push_back(*it);
+  }
+  return out;
+}
+
 }  // namespace
 
-CommandLine ParseCommandLine(const std::vector<std::string>& argv, Output& out, bool stdin_ok) {
+CommandLine ParseCommandLine(const std::vector<std::string>& argv_in, Output& out, bool stdin_ok) {
+  const std::vector<std::string> argv = PathsAfterDashes(argv_in);
   CommandLine cl;
   CLI::App app{"layerfs: a versioned filesystem for agent workspaces", "layerfs"};
   app.require_subcommand(1);

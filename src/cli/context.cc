@@ -115,6 +115,73 @@ std::string Context::ExpandHead(const std::string& spec) {
   return spec;
 }
 
+Result<std::vector<std::string>> Context::TreePaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::string base;  // the tree path `p` is relative to
+    std::string rest = p;
+    std::string mp;
+    if (!p.empty() && p[0] == '/') {
+      // Its nearest existing ancestor tells the mount (the path itself may be gone: log of a
+      // removed file).
+      std::string at = p, tail;
+      char real[PATH_MAX] = "/";
+      while (!realpath(at.c_str(), real)) {
+        const size_t slash = at.find_last_of('/');
+        if (slash == std::string::npos || at == "/") break;
+        tail = at.substr(slash) + tail;
+        at = slash == 0 ? "/" : at.substr(0, slash);
+      }
+      const std::string full = std::string(real) + tail;
+      (void)StoreOfMount(real, &mp);
+      if (mp.empty()) return Status::Invalid(fmt::format("{}: an absolute path must lie in a mount", p));
+      rest = full.substr(mp.size());
+    } else if (!cwd.empty()) {
+      (void)StoreOfMount(cwd, &mp);
+      if (!mp.empty() && cwd.size() > mp.size()) base = cwd.substr(mp.size() + 1);
+    }
+    std::vector<std::string> parts;
+    for (const std::string& s : {base, rest}) {
+      size_t pos = 0;
+      while (pos <= s.size()) {
+        size_t end = s.find('/', pos);
+        if (end == std::string::npos) end = s.size();
+        std::string name = s.substr(pos, end - pos);
+        pos = end + 1;
+        if (name.empty() || name == ".") continue;
+        if (name == "..") {
+          if (parts.empty()) return Status::Invalid(fmt::format("{}: outside the tree", p));
+          parts.pop_back();
+        } else {
+          parts.push_back(name);
+        }
+      }
+    }
+    std::string joined;
+    for (const auto& part : parts) joined += (joined.empty() ? "" : "/") + part;
+    out.push_back(joined);
+  }
+  return out;
+}
+
+const ArgSpec kPaths = {"paths", ArgType::kStrings, "--path",
+                        "Only these paths, files or directories (also as -- PATH...; relative to the working "
+                        "directory in a mount, as Git reads them)"};
+
+Status KeepPaths(Context& ctx, const Args& a, std::vector<DiffEntry>* changes) {
+  if (!a.Has("paths")) return Status::Ok();
+  LFS_ASSIGN(auto paths, ctx.TreePaths(a.Strings("paths")));
+  std::erase_if(*changes, [&](const DiffEntry& d) { return !PathSelected(d.path, paths); });
+  return Status::Ok();
+}
+
+bool PathSelected(const std::string& path, const std::vector<std::string>& under) {
+  for (const auto& u : under)
+    if (u.empty() || path == u || (path.size() > u.size() && path.compare(0, u.size(), u) == 0 && path[u.size()] == '/'))
+      return true;
+  return false;
+}
+
 json MountJson(const MountInfo& m) {
   json j = {{"mountpoint", m.mountpoint}, {"ref", m.ref}, {"commit", m.commit.Hex()},
             {"read_only", m.read_only}, {"transport", m.transport}};

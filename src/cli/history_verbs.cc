@@ -80,6 +80,29 @@ void PrintGraph(const json& log, Output& o) {
   }
 }
 
+// Whether the entries at `paths` differ between Commits a (nullopt: none, a root Commit's parent)
+// and b: type, content, mode or target; a path absent on one side differs.
+Result<bool> PathsChanged(Store& st, const std::optional<ObjectId>& a, const ObjectId& b,
+                          const std::vector<std::string>& paths) {
+  auto at = [&](const ObjectId& c, const std::string& p) -> Result<std::optional<TreeEntry>> {
+    auto e = st.Lookup(c, p);
+    if (e.ok()) return std::optional<TreeEntry>(std::move(*e));
+    if (e.status().code() == ENOENT || e.status().code() == ENOTDIR) return std::optional<TreeEntry>();
+    return e.status();
+  };
+  for (const auto& p : paths) {
+    LFS_ASSIGN(auto eb, at(b, p));
+    std::optional<TreeEntry> ea;
+    if (a) {
+      LFS_ASSIGN(ea, at(*a, p));
+    }
+    if (ea.has_value() != eb.has_value()) return true;
+    if (ea && (ea->type != eb->type || ea->id != eb->id || ea->mode != eb->mode || ea->target != eb->target))
+      return true;
+  }
+  return false;
+}
+
 Verb Log() {
   Verb v;
   v.name = v.cli = "log";
@@ -88,13 +111,27 @@ Verb Log() {
   v.read_only = true;
   v.args = {{"ref", ArgType::kString, "REF", "Where to start (default HEAD: the branch mounted here, else main)"},
             {"max_count", ArgType::kInt, "-n,--max-count", "At most N commits"},
-            {"graph", ArgType::kBool, "--graph", "Every commit reachable through all parents, children first, with lanes"}};
+            {"graph", ArgType::kBool, "--graph", "Every commit reachable through all parents, children first, with lanes"},
+            kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("ref") ? a.Str("ref") : ctx.Head()));
     const size_t limit = static_cast<size_t>(a.Int("max_count", 0));
     std::vector<CommitInfo> log;
-    if (a.Bool("graph")) {
+    if (a.Has("paths")) {
+      // The Commits that changed a path against their first parent, along first parents.
+      if (a.Bool("graph")) return Status::Invalid("log --graph does not take paths");
+      LFS_ASSIGN(auto paths, ctx.TreePaths(a.Strings("paths")));
+      std::optional<ObjectId> cur = id;
+      while (cur && (limit == 0 || log.size() < limit)) {
+        LFS_ASSIGN(auto c, st->GetCommit(*cur));
+        std::optional<ObjectId> parent;
+        if (!c.parents.empty()) parent = c.parents[0];
+        LFS_ASSIGN(bool changed, PathsChanged(*st, parent, *cur, paths));
+        if (changed) log.push_back(c);
+        cur = parent;
+      }
+    } else if (a.Bool("graph")) {
       LFS_ASSIGN(log, st->LogAll(id, limit));
     } else {
       LFS_ASSIGN(log, st->Log(id, limit));
@@ -122,7 +159,7 @@ Verb Show() {
   v.ref_args = {"commit"};
   v.help = "A Commit's metadata and the paths it changed";
   v.read_only = true;
-  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true}, kPatch};
+  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true}, kPatch, kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("commit")));
@@ -131,6 +168,7 @@ Verb Show() {
     if (!c.parents.empty()) {
       LFS_ASSIGN(changes, st->Diff(c.parents[0], id));
     }
+    LFS_TRY(KeepPaths(ctx, a, &changes));
     json j = CommitJson(c);
     j["changes"] = ChangesJson(changes);
     if (a.Bool("patch")) LFS_TRY(AddPatches(changes, HistoryReader(*st), &j["changes"]));
@@ -165,7 +203,7 @@ Verb Diff() {
   v.args = {{"a", ArgType::kString, "A", "Old commit, or A...B: from the merge base of A and B to B", true},
             {"b", ArgType::kString, "B", "New commit"},
             {"stat", ArgType::kBool, "--stat", "Sizes and a summary", false, true},
-            kPatch};
+            kPatch, kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     std::string from = a.Str("a"), to = a.Str("b");
@@ -186,6 +224,7 @@ Verb Diff() {
       ia = bases[0];
     }
     LFS_ASSIGN(auto d, st->Diff(ia, ib));
+    LFS_TRY(KeepPaths(ctx, a, &d));
     *result = ChangesJson(d);
     if (a.Bool("patch")) LFS_TRY(AddPatches(d, HistoryReader(*st), result));
     return Status::Ok();

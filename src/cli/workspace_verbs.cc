@@ -127,8 +127,10 @@ Verb StatusVerb() {
   v.name = v.cli = "status";
   v.help = "Uncommitted changes of a Workspace";
   v.read_only = true;
-  v.args = {kTarget, {"patch", ArgType::kBool, "-p,--patch",
-                      "Each change as Git's unified diff against the head Commit (\"patch\" in its JSON)"}};
+  v.args = {kTarget,
+            {"patch", ArgType::kBool, "-p,--patch",
+             "Each change as Git's unified diff against the head Commit (\"patch\" in its JSON)"},
+            kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     std::string mp;
     LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
@@ -139,6 +141,7 @@ Verb StatusVerb() {
     LFS_ASSIGN(auto ws, reg->Get(branch));
     LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
     LFS_ASSIGN(auto changes, ws->Changes());
+    LFS_TRY(KeepPaths(ctx, a, &changes));
     json conflicts = json::array();
     json r = {{"branch", branch}, {"changes", ChangesJson(changes)}};
     if (a.Bool("patch")) {

@@ -64,4 +64,20 @@ assert all("patch" not in c for c in json.load(sys.stdin))' || fail "diff --json
 lfs show -p "$c2" >"$WORK/show"
 grep -q "^commit $c2$" "$WORK/show" || fail "show -p header"
 [ "$(sed -n '/^diff --git/,$p' "$WORK/show" | md5sum)" = "$(md5sum <"$WORK/p.patch")" ] || fail "show -p's patch"
+# Paths (Git's `-- PATH...`, or --path): the changes at or below them, the Commits that changed them.
+[ "$(lfs diff "$c1" "$c2" -- sub | cut -f2)" = "$(printf 'sub/becomes-link\nsub/new.txt')" ] ||
+  fail "diff -- sub: $(lfs diff "$c1" "$c2" -- sub)"
+[ "$(lfs diff "$c1" "$c2" --path nonl --path gone.txt | cut -f2)" = "$(printf 'gone.txt\nnonl')" ] || fail "diff --path"
+lfs diff -p "$c1" "$c2" -- lines.txt | grep -q '^diff --git a/lines.txt b/lines.txt$' || fail "diff -p -- lines.txt"
+[ "$(lfs diff -p "$c1" "$c2" -- lines.txt | grep -c '^diff --git')" = 1 ] || fail "diff -p -- lines.txt has other files"
+c3=$(lfs import -m three "$SRC")  # nothing changed
+[ "$(lfs log --json -- lines.txt | python3 -c 'import json,sys; print(" ".join(c["id"] for c in json.load(sys.stdin)))')" = "$c2 $c1" ] ||
+  fail "log -- lines.txt: $(lfs log -- lines.txt)"
+[ "$(lfs log --json -- gone.txt | python3 -c 'import json,sys; print(" ".join(c["id"] for c in json.load(sys.stdin)))')" = "$c2 $c1" ] ||
+  fail "log -- gone.txt (removed in $c2)"
+[ -z "$(lfs log -- no/such/path)" ] || fail "log of a path never there lists Commits"
+[ "$(lfs log -n 1 -- sub | cut -d' ' -f1)" = "$c2" ] || fail "log -n 1 -- sub"
+[ -z "$(lfs show "$c3" -- lines.txt | sed -n '/^    three$/,$p' | tail -n +2 | grep .)" ] || fail "show of an empty change -- lines.txt"
+expect_fail log --graph -- lines.txt
+expect_fail log -- ../outside
 echo "patch ok"

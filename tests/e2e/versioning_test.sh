@@ -141,6 +141,11 @@ first_id() { python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])';
 (cd "$F" && lfs diff HEAD~1 HEAD) | grep -q "f1.txt" || fail "diff HEAD~1 HEAD in f1's mount"
 [ "$(cd "$F" && lfs fork f1-copy)" = "f1-copy $c3" ] || fail "fork in f1's mount does not start at f1"
 lfs branch -d f1-copy >/dev/null
+# Paths after `--` are relative to the working directory in a mount, as Git reads them.
+[ "$(cd "$F/src" && lfs log --json -- main.c | first_id)" = "$c3" ] || fail "log -- main.c in f1's src"
+[ "$(cd "$F/src" && lfs log --json -- main.c | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 2 ] ||
+  fail "log -- main.c in f1's src: $(cd "$F/src" && lfs log -- main.c)"
+[ "$(cd "$F/src" && lfs diff HEAD~1 HEAD -- ../f1.txt | cut -f2)" = f1.txt ] || fail "diff -- ../f1.txt in f1's src"
 (cd "$F" && expect_fail fork HEAD)
 grep -q "invalid branch name 'HEAD'" "$WORK/stderr" || fail "a branch named HEAD: $(cat "$WORK/stderr")"
 mkdir "$WORK/ro-c1"

@@ -124,6 +124,10 @@ function args(o: Record<string, unknown>): Args {
   return out;
 }
 
+function nonEmpty(xs?: string[]): string[] | undefined {
+  return xs && xs.length ? xs : undefined;
+}
+
 /** A piece of content and the whole file's size (-1 when the daemon did not say). */
 function content(r: unknown): [Buffer, number] {
   const o = r as { content_base64?: unknown; size?: unknown } | null;
@@ -295,20 +299,21 @@ export class Store {
   }
 
   /** Commits newest first along first parents from `ref` (default main); with `graph`, every
-   * Commit reachable through all parents, children before their parents (`layerfs log --graph`). */
-  log(ref = "main", opts: { maxCount?: number; graph?: boolean } = {}): Promise<Commit[]> {
-    return this.call("log", args({ ref, max_count: opts.maxCount, graph: opts.graph }));
+   * Commit reachable through all parents, children before their parents (`layerfs log --graph`);
+   * with `paths` (tree paths), only the Commits that changed one of them. */
+  log(ref = "main", opts: { maxCount?: number; graph?: boolean; paths?: string[] } = {}): Promise<Commit[]> {
+    return this.call("log", args({ ref, max_count: opts.maxCount, graph: opts.graph, paths: nonEmpty(opts.paths) }));
   }
 
   /** A Commit with `changes`: the paths it changed against its first parent. */
-  show(commit: string, opts: { patch?: boolean } = {}): Promise<Commit> {
-    return this.call("show", args({ commit, patch: opts.patch }));
+  show(commit: string, opts: { patch?: boolean; paths?: string[] } = {}): Promise<Commit> {
+    return this.call("show", args({ commit, patch: opts.patch, paths: nonEmpty(opts.paths) }));
   }
 
   /** Paths added, deleted, modified, type- or mode-changed from `a` to `b` (or `a` as "A...B");
-   * with `patch`, each with its Git unified diff. */
-  diff(a: string, b?: string, opts: { patch?: boolean } = {}): Promise<Change[]> {
-    return this.call("diff", args({ a, b, patch: opts.patch }));
+   * with `patch`, each with its Git unified diff; with `paths`, only the changes at or below them. */
+  diff(a: string, b?: string, opts: { patch?: boolean; paths?: string[] } = {}): Promise<Change[]> {
+    return this.call("diff", args({ a, b, patch: opts.patch, paths: nonEmpty(opts.paths) }));
   }
 
   /**
@@ -366,8 +371,8 @@ export class Store {
   }
 
   /** Uncommitted changes of `target`'s Workspace (a mountpoint or a branch). */
-  status(target?: string, opts: { patch?: boolean } = {}): Promise<WorkspaceStatus> {
-    return this.call("status", args({ target, patch: opts.patch }));
+  status(target?: string, opts: { patch?: boolean; paths?: string[] } = {}): Promise<WorkspaceStatus> {
+    return this.call("status", args({ target, patch: opts.patch, paths: nonEmpty(opts.paths) }));
   }
 
   /** Discards `target`'s uncommitted changes; with `hard: REF` also moves the branch to REF. */

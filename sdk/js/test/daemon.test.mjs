@@ -114,6 +114,9 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
     patched["notes.txt"].includes("\n+second\n"), JSON.stringify(patched));
   assert.ok(patched["src/a.bin"].includes("deleted file mode 100644\n"), JSON.stringify(patched));
   assert.deepEqual(Object.fromEntries((await s.show(c2, { patch: true })).changes.map((c) => [c.path, c.patch])), patched);
+  // paths: only the changes at or below them; log, only the Commits that changed them.
+  assert.deepEqual((await s.diff(c1, c2, { paths: ["src"] })).map((c) => c.path), ["src/a.bin"]);
+  assert.deepEqual((await s.log("try", { paths: ["src/a.bin"] })).map((c) => c.id), [c2, c1]);
   assert.ok((await s.cat(c1, "src/a.bin")).equals(payload));
 
   const out = join(root, "export");

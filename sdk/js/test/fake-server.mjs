@@ -19,13 +19,13 @@ import { fileURLToPath } from "node:url";
 const S = "string", N = "number", B = "boolean", L = "array";
 export const ARGS = {
   branches: {}, mounts: {}, stats: {}, gc: {},
-  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B },
-  show: { commit: S, patch: B }, diff: { a: S, b: S, patch: B }, cat: { commit: S, path: S, offset: N, length: N },
+  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B, paths: L },
+  show: { commit: S, patch: B, paths: L }, diff: { a: S, b: S, patch: B, paths: L }, cat: { commit: S, path: S, offset: N, length: N },
   export: { commit: S, dir: S },
   import: { dir: S, branch: S, message: S, jobs: N },
   mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },
   umount: { mountpoint: S },
-  commit: { target: S, message: S }, status: { target: S, patch: B }, reset: { target: S, hard: S },
+  commit: { target: S, message: S }, status: { target: S, patch: B, paths: L }, reset: { target: S, hard: S },
   verify: { commits: L, fetch: B },
   remote_list: {}, remote_add: { name: S, url: S, lazy: B }, remote_remove: { name: S },
   push: { remote: S, branches: L, force: B }, fetch: { remote: S }, pull: { remote: S, branch: S },

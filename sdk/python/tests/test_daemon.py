@@ -92,6 +92,10 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
             "diff --git a/notes.txt b/notes.txt\n") and "\n+second\n" in patched["notes.txt"], patched
         assert "deleted file mode 100644\n" in (patched["src/a.bin"] or ""), patched
         assert {c.path: c.patch for c in s.show(c2, patch=True).changes or []} == patched
+        # paths: only the changes at or below them; log, only the Commits that changed them.
+        assert [c.path for c in s.diff(c1, c2, paths=["src"])] == ["src/a.bin"]
+        assert [c.id for c in s.log("try", paths=["src/a.bin"])] == [c2, c1]
+        assert [c.id for c in s.log("try", paths=["notes.txt"], max_count=1)] == [c2]
         assert s.cat(c1, "src/a.bin") == payload
         assert s.cat(c2, "notes.txt") == b"second\n"
 

@@ -335,16 +335,20 @@ def branch_delete(name: str) -> Call[None]:
     return Call("branch_delete", {"name": name}, _none)
 
 
-def log(ref: str, max_count: int | None, graph: bool = False) -> Call[list[Commit]]:
-    return Call("log", _args(ref=ref, max_count=max_count, graph=graph), _list(Commit))
+def _paths(paths: Sequence[str] | None) -> list[str] | None:
+    return [os.fspath(p) for p in paths] if paths else None
 
 
-def show(commit: str, patch: bool) -> Call[Commit]:
-    return Call("show", _args(commit=commit, patch=patch), Commit.from_json)
+def log(ref: str, max_count: int | None, graph: bool = False, paths: Sequence[str] | None = None) -> Call[list[Commit]]:
+    return Call("log", _args(ref=ref, max_count=max_count, graph=graph, paths=_paths(paths)), _list(Commit))
 
 
-def diff(a: str, b: str | None, patch: bool) -> Call[list[Change]]:
-    return Call("diff", _args(a=a, b=b, patch=patch), _list(Change))
+def show(commit: str, patch: bool, paths: Sequence[str] | None = None) -> Call[Commit]:
+    return Call("show", _args(commit=commit, patch=patch, paths=_paths(paths)), Commit.from_json)
+
+
+def diff(a: str, b: str | None, patch: bool, paths: Sequence[str] | None = None) -> Call[list[Change]]:
+    return Call("diff", _args(a=a, b=b, patch=patch, paths=_paths(paths)), _list(Change))
 
 
 def cat(commit: str, path: str, offset: int, length: int | None) -> Call[tuple[bytes, int]]:
@@ -388,8 +392,9 @@ def commit(target: str | os.PathLike[str] | None, message: str) -> Call[CommitRe
     return Call("commit", _args(target=_target(target), message=message), CommitResult.from_json)
 
 
-def status(target: str | os.PathLike[str] | None, patch: bool = False) -> Call[WorkspaceStatus]:
-    return Call("status", _args(target=_target(target), patch=patch), WorkspaceStatus.from_json)
+def status(target: str | os.PathLike[str] | None, patch: bool = False,
+           paths: Sequence[str] | None = None) -> Call[WorkspaceStatus]:
+    return Call("status", _args(target=_target(target), patch=patch, paths=_paths(paths)), WorkspaceStatus.from_json)
 
 
 def reset(target: str | os.PathLike[str] | None, hard: str | None) -> Call[ResetResult]:

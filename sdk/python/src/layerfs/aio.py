@@ -217,17 +217,19 @@ class AsyncStore:
         """Deletes branch ``name`` (see ``Store.branch_delete``)."""
         await self._run(_core.branch_delete(name))
 
-    async def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False) -> list[Commit]:
+    async def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False,
+                  paths: Sequence[str] | None = None) -> list[Commit]:
         """Commits newest first from ``ref`` (see ``Store.log``)."""
-        return await self._run(_core.log(ref, max_count, graph))
+        return await self._run(_core.log(ref, max_count, graph, paths))
 
-    async def show(self, commit: str, patch: bool = False) -> Commit:
+    async def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None) -> Commit:
         """A Commit with its changes (see ``Store.show``)."""
-        return await self._run(_core.show(commit, patch))
+        return await self._run(_core.show(commit, patch, paths))
 
-    async def diff(self, a: str, b: str | None = None, patch: bool = False) -> list[Change]:
+    async def diff(self, a: str, b: str | None = None, patch: bool = False,
+                   paths: Sequence[str] | None = None) -> list[Change]:
         """Changes from ``a`` to ``b`` (see ``Store.diff``)."""
-        return await self._run(_core.diff(a, b, patch))
+        return await self._run(_core.diff(a, b, patch, paths))
 
     async def cat(self, commit: str, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """A file of a Commit (see ``Store.cat``)."""
@@ -266,9 +268,10 @@ class AsyncStore:
         """Commits ``target`` and returns the new Commit's id (see ``Store.commit``)."""
         return (await self._run(_core.commit(target, message))).commit
 
-    async def status(self, target: PathArg | None = None, patch: bool = False) -> WorkspaceStatus:
+    async def status(self, target: PathArg | None = None, patch: bool = False,
+                     paths: Sequence[str] | None = None) -> WorkspaceStatus:
         """Uncommitted changes (see ``Store.status``)."""
-        return await self._run(_core.status(target, patch))
+        return await self._run(_core.status(target, patch, paths))
 
     async def reset(self, target: PathArg | None = None, hard: str | None = None) -> ResetResult:
         """Discards changes, or moves the branch with ``hard`` (see ``Store.reset``)."""

@@ -243,21 +243,26 @@ class Store:
         stay until ``gc`` frees what no branch reaches."""
         self._run(_core.branch_delete(name))
 
-    def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False) -> list[Commit]:
+    def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False,
+            paths: Sequence[str] | None = None) -> list[Commit]:
         """Commits newest first along first parents from ``ref``; at most ``max_count``. With
         ``graph``, every Commit reachable through all parents, children before their parents
-        (``layerfs log --graph``)."""
-        return self._run(_core.log(ref, max_count, graph))
+        (``layerfs log --graph``). With ``paths`` (tree paths, files or directories), only the
+        Commits that changed one of them against their first parent."""
+        return self._run(_core.log(ref, max_count, graph, paths))
 
-    def show(self, commit: str, patch: bool = False) -> Commit:
+    def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None) -> Commit:
         """A Commit with ``changes``: the paths it changed against its first parent (with
-        ``patch``, each change's Git unified diff in ``Change.patch``)."""
-        return self._run(_core.show(commit, patch))
+        ``patch``, each change's Git unified diff in ``Change.patch``; with ``paths``, only the
+        changes at or below them)."""
+        return self._run(_core.show(commit, patch, paths))
 
-    def diff(self, a: str, b: str | None = None, patch: bool = False) -> list[Change]:
+    def diff(self, a: str, b: str | None = None, patch: bool = False,
+             paths: Sequence[str] | None = None) -> list[Change]:
         """Paths added, deleted, modified, type- or mode-changed from ``a`` to ``b``
-        (or ``a`` given as "A...B"); with ``patch``, each with its Git unified diff."""
-        return self._run(_core.diff(a, b, patch))
+        (or ``a`` given as "A...B"); with ``patch``, each with its Git unified diff; with
+        ``paths``, only the changes at or below them."""
+        return self._run(_core.diff(a, b, patch, paths))
 
     def cat(self, commit: str, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """The content of ``path`` in ``commit`` (a symlink's target for a symlink): ``length``
@@ -306,10 +311,11 @@ class Store:
         returns the new Commit's id. Data still in the page cache and in mmaps is included."""
         return self._run(_core.commit(target, message)).commit
 
-    def status(self, target: PathArg | None = None, patch: bool = False) -> WorkspaceStatus:
+    def status(self, target: PathArg | None = None, patch: bool = False,
+               paths: Sequence[str] | None = None) -> WorkspaceStatus:
         """Uncommitted changes of ``target``'s Workspace (a mountpoint or a branch); with
         ``patch``, each with its Git unified diff against the head Commit (``Change.patch``)."""
-        return self._run(_core.status(target, patch))
+        return self._run(_core.status(target, patch, paths))
 
     def reset(self, target: PathArg | None = None, hard: str | None = None) -> ResetResult:
         """Discards ``target``'s uncommitted changes; with ``hard=REF`` also moves the branch
