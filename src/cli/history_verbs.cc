@@ -103,6 +103,27 @@ Result<bool> PathsChanged(Store& st, const std::optional<ObjectId>& a, const Obj
   return false;
 }
 
+const ArgSpec kPatch = {"patch", ArgType::kBool, "-p,--patch",
+                        "Each change as Git's unified diff (\"patch\" in each change's JSON)"};
+
+// show's text and log -p's, for one Commit: its header, then its changes or their patches.
+void PrintCommit(const json& c, bool patch, Output& o) {
+  o.Outf("commit {}\n", c["id"].get<std::string>());
+  if (c["parents"].size() > 1) {
+    // A merge: the paths are those it changed against its first parent, as `git show
+    // --first-parent` lists them.
+    std::string m = "merge ";
+    for (const auto& p : c["parents"]) m += " " + p.get<std::string>().substr(0, 12);
+    o.Outf("{}\n", m);
+  }
+  for (const auto& p : c["parents"]) o.Outf("parent {}\n", p.get<std::string>());
+  o.Outf("tree   {}\ndate   {}\nfiles  {}, {} bytes\n\n    {}\n\n", c["root"].get<std::string>(),
+         FormatTime(c["time"].get<int64_t>()), c["files"].get<uint64_t>(), c["logical_bytes"].get<uint64_t>(),
+         c["message"].get<std::string>());
+  if (patch) PrintPatches(c["changes"], o);
+  else PrintChanges(c["changes"], false, o);
+}
+
 Verb Log() {
   Verb v;
   v.name = v.cli = "log";
@@ -112,7 +133,7 @@ Verb Log() {
   v.args = {{"ref", ArgType::kString, "REF", "Where to start (default HEAD: the branch mounted here, else main)"},
             {"max_count", ArgType::kInt, "-n,--max-count", "At most N commits"},
             {"graph", ArgType::kBool, "--graph", "Every commit reachable through all parents, children first, with lanes"},
-            kPaths};
+            kPaths, kPatch};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("ref") ? a.Str("ref") : ctx.Head()));
@@ -137,21 +158,37 @@ Verb Log() {
       LFS_ASSIGN(log, st->Log(id, limit));
     }
     json arr = json::array();
-    for (const auto& e : log) arr.push_back(CommitJson(e));
+    uint64_t patch_bytes = 0;
+    for (const auto& e : log) {
+      json j = CommitJson(e);
+      if (a.Bool("patch")) {
+        // Each Commit's change against its first parent (none for a root), as show gives it.
+        if (a.Bool("graph")) return Status::Invalid("log --graph does not take -p");
+        std::vector<DiffEntry> changes;
+        if (!e.parents.empty()) {
+          LFS_ASSIGN(changes, st->Diff(e.parents[0], e.id));
+        }
+        LFS_TRY(KeepPaths(ctx, a, &changes));
+        j["changes"] = ChangesJson(changes);
+        LFS_TRY(AddPatches(changes, HistoryReader(*st), &j["changes"], &patch_bytes));
+      }
+      arr.push_back(std::move(j));
+    }
     *result = std::move(arr);
     return Status::Ok();
   };
   v.text = [](const Args& a, const json& r, Output& o) {
     if (a.Bool("graph")) return PrintGraph(r, o);
+    if (a.Bool("patch")) {
+      for (const auto& c : r) PrintCommit(c, true, o);
+      return;
+    }
     for (const auto& e : r)
       o.Outf("{} {} {}\n", e["id"].get<std::string>(), FormatTime(e["time"].get<int64_t>()),
              e["message"].get<std::string>());
   };
   return v;
 }
-
-const ArgSpec kPatch = {"patch", ArgType::kBool, "-p,--patch",
-                        "Each change as Git's unified diff (\"patch\" in each change's JSON)"};
 
 Verb Show() {
   Verb v;
@@ -175,22 +212,7 @@ Verb Show() {
     *result = std::move(j);
     return Status::Ok();
   };
-  v.text = [](const Args& a, const json& c, Output& o) {
-    o.Outf("commit {}\n", c["id"].get<std::string>());
-    if (c["parents"].size() > 1) {
-      // A merge: the paths are those it changed against its first parent, as `git show
-      // --first-parent` lists them.
-      std::string m = "merge ";
-      for (const auto& p : c["parents"]) m += " " + p.get<std::string>().substr(0, 12);
-      o.Outf("{}\n", m);
-    }
-    for (const auto& p : c["parents"]) o.Outf("parent {}\n", p.get<std::string>());
-    o.Outf("tree   {}\ndate   {}\nfiles  {}, {} bytes\n\n    {}\n\n", c["root"].get<std::string>(),
-           FormatTime(c["time"].get<int64_t>()), c["files"].get<uint64_t>(), c["logical_bytes"].get<uint64_t>(),
-           c["message"].get<std::string>());
-    if (a.Bool("patch")) PrintPatches(c["changes"], o);
-    else PrintChanges(c["changes"], false, o);
-  };
+  v.text = [](const Args& a, const json& c, Output& o) { PrintCommit(c, a.Bool("patch"), o); };
   return v;
 }
 

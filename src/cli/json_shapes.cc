@@ -56,8 +56,10 @@ json ConflictJson(const merge::Conflict& c) {
           {"theirs", side(c.theirs)}, {"sides", sides}};
 }
 
-Status AddPatches(const std::vector<DiffEntry>& d, const SideReader& read, nlohmann::json* changes) {
-  uint64_t total = 0;
+Status AddPatches(const std::vector<DiffEntry>& d, const SideReader& read, nlohmann::json* changes,
+                  uint64_t* running_total) {
+  uint64_t own = 0;
+  uint64_t& total = running_total ? *running_total : own;
   for (size_t i = 0; i < d.size(); i++) {
     std::string before, after;
     if (d[i].before && merge::NeedsContent(*d[i].before)) {

@@ -32,9 +32,11 @@ inline constexpr uint64_t kMaxContent = 32 << 20;
 
 // With --patch (diff, show, status): each change's Git unified diff (merge::UnifiedPatch) as
 // "patch" in (*changes)[i]. `read` gives the content of a side of a change (after: true for
-// d.after), called only for a side merge::NeedsContent. E2BIG once the patches pass kMaxContent.
+// d.after), called only for a side merge::NeedsContent. E2BIG once the patches pass kMaxContent
+// (counted in *running_total across calls when given: log -p).
 using SideReader = std::function<Result<std::string>(const DiffEntry& d, bool after)>;
-Status AddPatches(const std::vector<DiffEntry>& d, const SideReader& read, nlohmann::json* changes);
+Status AddPatches(const std::vector<DiffEntry>& d, const SideReader& read, nlohmann::json* changes,
+                  uint64_t* running_total = nullptr);
 // Both sides from history (a symlink's content is its target).
 SideReader HistoryReader(Store& st);
 // The CLI's text for them: every patch, in order.

@@ -79,5 +79,13 @@ c3=$(lfs import -m three "$SRC")  # nothing changed
 [ "$(lfs log -n 1 -- sub | cut -d' ' -f1)" = "$c2" ] || fail "log -n 1 -- sub"
 [ -z "$(lfs show "$c3" -- lines.txt | sed -n '/^    three$/,$p' | tail -n +2 | grep .)" ] || fail "show of an empty change -- lines.txt"
 expect_fail log --graph -- lines.txt
+# log -p: each listed Commit as show -p prints it (within the paths).
+lfs log -p -- lines.txt >"$WORK/logp"
+[ "$(grep -c '^commit ' "$WORK/logp")" = 2 ] && grep -q "^commit $c2$" "$WORK/logp" && grep -q "^commit $c1$" "$WORK/logp" ||
+  fail "log -p -- lines.txt commits: $(cat "$WORK/logp")"
+[ "$(grep -c '^diff --git' "$WORK/logp")" = 2 ] || fail "log -p -- lines.txt shows other paths: $(cat "$WORK/logp")"
+[ "$(sed -n "/^commit $c2$/,/^commit $c1$/p" "$WORK/logp" | sed -n '/^diff --git/,/^commit/p' | sed '$d' | md5sum)" = \
+  "$(lfs diff -p "$c1" "$c2" -- lines.txt | md5sum)" ] || fail "log -p's patch of $c2 is not diff -p's"
+expect_fail log --graph -p
 expect_fail log -- ../outside
 echo "patch ok"

@@ -300,9 +300,12 @@ export class Store {
 
   /** Commits newest first along first parents from `ref` (default main); with `graph`, every
    * Commit reachable through all parents, children before their parents (`layerfs log --graph`);
-   * with `paths` (tree paths), only the Commits that changed one of them. */
-  log(ref = "main", opts: { maxCount?: number; graph?: boolean; paths?: string[] } = {}): Promise<Commit[]> {
-    return this.call("log", args({ ref, max_count: opts.maxCount, graph: opts.graph, paths: nonEmpty(opts.paths) }));
+   * with `paths` (tree paths), only the Commits that changed one of them; with `patch`, each
+   * Commit's `changes` (within `paths`) with their Git unified diffs, as `show`. */
+  log(ref = "main", opts: { maxCount?: number; graph?: boolean; paths?: string[]; patch?: boolean } = {}):
+      Promise<Commit[]> {
+    return this.call("log", args({ ref, max_count: opts.maxCount, graph: opts.graph, paths: nonEmpty(opts.paths),
+      patch: opts.patch }));
   }
 
   /** A Commit with `changes`: the paths it changed against its first parent. */

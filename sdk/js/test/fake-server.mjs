@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 const S = "string", N = "number", B = "boolean", L = "array";
 export const ARGS = {
   branches: {}, mounts: {}, stats: {}, gc: {},
-  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B, paths: L },
+  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B, paths: L, patch: B },
   show: { commit: S, patch: B, paths: L }, diff: { a: S, b: S, patch: B, paths: L }, cat: { commit: S, path: S, offset: N, length: N },
   export: { commit: S, dir: S },
   import: { dir: S, branch: S, message: S, jobs: N },

@@ -27,7 +27,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "branches": {},
     "fork": {"name": (str,), "from": (str,)},
     "branch_delete": {"name": (str,)},
-    "log": {"ref": (str,), "max_count": (int,), "graph": (bool,), "paths": (list,)},
+    "log": {"ref": (str,), "max_count": (int,), "graph": (bool,), "paths": (list,), "patch": (bool,)},
     "remote_list": {},
     "remote_add": {"name": (str,), "url": (str,), "lazy": (bool,)},
     "remote_remove": {"name": (str,)},

@@ -96,6 +96,9 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         assert [c.path for c in s.diff(c1, c2, paths=["src"])] == ["src/a.bin"]
         assert [c.id for c in s.log("try", paths=["src/a.bin"])] == [c2, c1]
         assert [c.id for c in s.log("try", paths=["notes.txt"], max_count=1)] == [c2]
+        # log with patch: each Commit's changes with their patches, as show gives them.
+        lp = s.log("try", paths=["notes.txt"], patch=True)
+        assert [c.id for c in lp] == [c2, c1] and [ch.patch for ch in lp[0].changes or []] == [patched["notes.txt"]]
         assert s.cat(c1, "src/a.bin") == payload
         assert s.cat(c2, "notes.txt") == b"second\n"
 

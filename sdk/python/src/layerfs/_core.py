@@ -339,8 +339,10 @@ def _paths(paths: Sequence[str] | None) -> list[str] | None:
     return [os.fspath(p) for p in paths] if paths else None
 
 
-def log(ref: str, max_count: int | None, graph: bool = False, paths: Sequence[str] | None = None) -> Call[list[Commit]]:
-    return Call("log", _args(ref=ref, max_count=max_count, graph=graph, paths=_paths(paths)), _list(Commit))
+def log(ref: str, max_count: int | None, graph: bool = False, paths: Sequence[str] | None = None,
+        patch: bool = False) -> Call[list[Commit]]:
+    return Call("log", _args(ref=ref, max_count=max_count, graph=graph, paths=_paths(paths), patch=patch),
+                _list(Commit))
 
 
 def show(commit: str, patch: bool, paths: Sequence[str] | None = None) -> Call[Commit]:

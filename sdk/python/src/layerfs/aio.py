@@ -218,9 +218,9 @@ class AsyncStore:
         await self._run(_core.branch_delete(name))
 
     async def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False,
-                  paths: Sequence[str] | None = None) -> list[Commit]:
+                  paths: Sequence[str] | None = None, patch: bool = False) -> list[Commit]:
         """Commits newest first from ``ref`` (see ``Store.log``)."""
-        return await self._run(_core.log(ref, max_count, graph, paths))
+        return await self._run(_core.log(ref, max_count, graph, paths, patch))
 
     async def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None) -> Commit:
         """A Commit with its changes (see ``Store.show``)."""

@@ -244,12 +244,13 @@ class Store:
         self._run(_core.branch_delete(name))
 
     def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False,
-            paths: Sequence[str] | None = None) -> list[Commit]:
+            paths: Sequence[str] | None = None, patch: bool = False) -> list[Commit]:
         """Commits newest first along first parents from ``ref``; at most ``max_count``. With
         ``graph``, every Commit reachable through all parents, children before their parents
         (``layerfs log --graph``). With ``paths`` (tree paths, files or directories), only the
-        Commits that changed one of them against their first parent."""
-        return self._run(_core.log(ref, max_count, graph, paths))
+        Commits that changed one of them against their first parent. With ``patch``, each
+        Commit's ``changes`` (within ``paths``) with their Git unified diffs, as ``show``."""
+        return self._run(_core.log(ref, max_count, graph, paths, patch))
 
     def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None) -> Commit:
         """A Commit with ``changes``: the paths it changed against its first parent (with
