@@ -190,6 +190,25 @@ Verb Log() {
   return v;
 }
 
+// Git's `rev-parse REF`: the Commit id a REF names (scripts: `id=$(layerfs rev-parse HEAD)`).
+Verb RevParse() {
+  Verb v;
+  v.name = "rev_parse";
+  v.cli = "rev-parse";
+  v.ref_args = {"ref"};
+  v.help = "Print the Commit id REF names (a branch, REMOTE/BRANCH, id prefix, HEAD, REF~N, REF^N)";
+  v.read_only = true;
+  v.args = {{"ref", ArgType::kString, "REF", "What to resolve", true}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
+    LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("ref")));
+    *result = {{"ref", a.Str("ref")}, {"commit", id.Hex()}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json& r, Output& o) { o.Outf("{}\n", r["commit"].get<std::string>()); };
+  return v;
+}
+
 Verb Show() {
   Verb v;
   v.name = v.cli = "show";
@@ -346,7 +365,7 @@ Verb Export() {
 }  // namespace
 
 void AddHistoryVerbs(std::vector<Verb>* out) {
-  for (auto& v : {Log(), Show(), Diff(), Cat(), Export()}) out->push_back(v);
+  for (auto& v : {Log(), RevParse(), Show(), Diff(), Cat(), Export()}) out->push_back(v);
 }
 
 }  // namespace layerfs::cli

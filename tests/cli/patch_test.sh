@@ -87,5 +87,9 @@ lfs log -p -- lines.txt >"$WORK/logp"
 [ "$(sed -n "/^commit $c2$/,/^commit $c1$/p" "$WORK/logp" | sed -n '/^diff --git/,/^commit/p' | sed '$d' | md5sum)" = \
   "$(lfs diff -p "$c1" "$c2" -- lines.txt | md5sum)" ] || fail "log -p's patch of $c2 is not diff -p's"
 expect_fail log --graph -p
+# rev-parse: the id a REF names.
+[ "$(lfs rev-parse main)" = "$c3" ] && [ "$(lfs rev-parse HEAD~1)" = "$c2" ] && [ "$(lfs rev-parse "${c1:0:6}")" = "$c1" ] ||
+  fail "rev-parse: $(lfs rev-parse main) $(lfs rev-parse HEAD~1)"
+expect_fail rev-parse nosuch
 expect_fail log -- ../outside
 echo "patch ok"

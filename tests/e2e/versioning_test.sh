@@ -136,6 +136,7 @@ first_id() { python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])';
 [ "$(cd "$F/src" && lfs log -n 1 --json | first_id)" = "$c3" ] || fail "log in f1's mount does not start at f1"
 [ "$(cd "$F" && lfs log -n 1 --json HEAD~1 | first_id)" = "$c1" ] || fail "HEAD~1 in f1's mount"
 [ "$(cd "$M" && lfs log -n 1 --json HEAD | first_id)" = "$c2" ] || fail "HEAD in main's mount"
+[ "$(cd "$F/src" && lfs rev-parse HEAD)" = "$c3" ] || fail "rev-parse HEAD in f1's mount"
 [ "$(cd "$WORK" && lfs log -n 1 --json HEAD | first_id)" = "$c2" ] || fail "HEAD outside a mount is not main"
 [ "$(cd "$F" && lfs cat HEAD:f1.txt)" = "$(cat "$F/f1.txt")" ] || fail "cat HEAD:PATH in f1's mount"
 (cd "$F" && lfs diff HEAD~1 HEAD) | grep -q "f1.txt" || fail "diff HEAD~1 HEAD in f1's mount"

@@ -308,6 +308,12 @@ export class Store {
       patch: opts.patch }));
   }
 
+  /** The Commit id `ref` names (a branch, REMOTE/BRANCH, an id prefix, REF~N, REF^N), as
+   * `git rev-parse`; rejects with NotFound when it names nothing. */
+  async revParse(ref: string): Promise<string> {
+    return (await this.call<{ commit: string }>("rev_parse", { ref })).commit;
+  }
+
   /** A Commit with `changes`: the paths it changed against its first parent. */
   show(commit: string, opts: { patch?: boolean; paths?: string[] } = {}): Promise<Commit> {
     return this.call("show", args({ commit, patch: opts.patch, paths: nonEmpty(opts.paths) }));

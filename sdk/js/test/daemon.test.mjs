@@ -87,6 +87,9 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
     "index 0000000..9c59e24\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+first\n"); // git hash-object's id
 
   const c1 = await s.commit(mp, "two files");
+  assert.equal(await s.revParse("try"), c1);
+  assert.equal(await s.revParse(c1.slice(0, 8)), c1);
+  await assert.rejects(s.revParse("nosuch"), layerfs.NotFound);
   assert.match(c1, ID);
   assert.deepEqual((await s.status("try")).changes, []);
   const log = await s.log("try");
@@ -234,7 +237,8 @@ test("a Store held by another process is Busy", () => withRoot(async (root, stor
 
 // Every verb the daemon serves has its method (the protocol's name on the left).
 const METHODS = {
-  branches: "branches", fork: "fork", branch_delete: "branchDelete", log: "log", show: "show", diff: "diff", cat: "cat",
+  branches: "branches", fork: "fork", branch_delete: "branchDelete", log: "log", rev_parse: "revParse", show: "show",
+  diff: "diff", cat: "cat",
   export: "export", import: "importDir", mount: "mount", umount: "umount", mounts: "mounts", commit: "commit",
   status: "status", reset: "reset", stats: "stats", verify: "verify", gc: "gc", read_file: "readFile",
   write_file: "writeFile", list_dir: "listDir", remove_path: "removePath", merge: "merge", cherry_pick: "cherryPick",

@@ -20,7 +20,7 @@ const S = "string", N = "number", B = "boolean", L = "array";
 export const ARGS = {
   branches: {}, mounts: {}, stats: {}, gc: {},
   fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B, paths: L, patch: B },
-  show: { commit: S, patch: B, paths: L }, diff: { a: S, b: S, patch: B, paths: L }, cat: { commit: S, path: S, offset: N, length: N },
+  rev_parse: { ref: S }, show: { commit: S, patch: B, paths: L }, diff: { a: S, b: S, patch: B, paths: L }, cat: { commit: S, path: S, offset: N, length: N },
   export: { commit: S, dir: S },
   import: { dir: S, branch: S, message: S, jobs: N },
   mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },
@@ -39,7 +39,7 @@ export const ARGS = {
   revert: { commit: S, into: S, strategy_option: S, continue: B, abort: B },
 };
 export const REQUIRED = {
-  fork: ["name"], branch_delete: ["name"], show: ["commit"], diff: ["a"], cat: ["commit", "path"],
+  fork: ["name"], branch_delete: ["name"], rev_parse: ["ref"], show: ["commit"], diff: ["a"], cat: ["commit", "path"],
   export: ["commit", "dir"], import: ["dir"], mount: ["ref", "mountpoint"], umount: ["mountpoint"],
   commit: ["message"], read_file: ["target", "path"], write_file: ["target", "path"], list_dir: ["target"],
   remove_path: ["target", "path"], remote_add: ["name", "url"], remote_remove: ["name"],
@@ -252,6 +252,8 @@ export class FakeDaemon {
         }
         return out;
       }
+      case "rev_parse":
+        return { ref: a.ref, commit: m.resolve(a.ref) };
       case "show": {
         const c = m.commits.get(m.resolve(a.commit));
         const before = c.parents.length ? m.trees.get(c.parents[0]) : new Map();

@@ -35,6 +35,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "fetch": {"remote": (str,)},
     "pull": {"remote": (str,), "branch": (str,)},
     "clone": {"url": (str,), "store": (str,), "lazy": (bool,)},
+    "rev_parse": {"ref": (str,)},
     "show": {"commit": (str,), "patch": (bool,), "paths": (list,)},
     "diff": {"a": (str,), "b": (str,), "patch": (bool,), "paths": (list,)},
     "cat": {"commit": (str,), "path": (str,), "offset": (int,), "length": (int,)},
@@ -60,7 +61,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "cherry_pick": {"commit": (str,), "into": (str,), "strategy_option": (str,), "continue": (bool,), "abort": (bool,)},
     "revert": {"commit": (str,), "into": (str,), "strategy_option": (str,), "continue": (bool,), "abort": (bool,)},
 }
-REQUIRED = {"fork": ["name"], "branch_delete": ["name"], "show": ["commit"], "diff": ["a"],
+REQUIRED = {"fork": ["name"], "branch_delete": ["name"], "rev_parse": ["ref"], "show": ["commit"], "diff": ["a"],
             "cat": ["commit", "path"], "export": ["commit", "dir"], "import": ["dir"],
             "mount": ["ref", "mountpoint"], "umount": ["mountpoint"], "commit": ["message"],
             "read_file": ["target", "path"], "write_file": ["target", "path"],
@@ -331,6 +332,8 @@ class FakeDaemon:
                 out.append(m.commits[cid])
                 cid = m.commits[cid]["parents"][0] if m.commits[cid]["parents"] else None
             return out
+        if verb == "rev_parse":
+            return {"ref": a["ref"], "commit": m.resolve(a["ref"])}
         if verb == "show":
             cid = m.resolve(a["commit"])
             c = m.commits[cid]

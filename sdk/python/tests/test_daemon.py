@@ -69,6 +69,9 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         assert abs(log[0].time - time.time()) < 3600 and 0 <= log[0].time_nsec < 10**9
         assert log[0].files == 3 and log[0].logical_bytes == len(payload) + 6  # entries: src, src/a.bin, notes.txt
         assert [c.id for c in s.log("try", max_count=1)] == [c1]
+        assert s.rev_parse("try") == c1 and s.rev_parse("try~1") == root and s.rev_parse(c1[:8]) == c1
+        with pytest.raises(layerfs.NotFound):
+            s.rev_parse("nosuch")
 
         (mp / "notes.txt").write_text("second\n")
         os.unlink(mp / "src" / "a.bin")
@@ -243,7 +246,8 @@ def test_a_store_held_by_another_process_is_busy(real_store: Path) -> None:
 
 
 # Every verb the daemon serves has its method in both clients (the protocol's name on the left).
-METHODS = {"branches": "branches", "fork": "fork", "branch_delete": "branch_delete", "log": "log", "show": "show",
+METHODS = {"branches": "branches", "fork": "fork", "branch_delete": "branch_delete", "log": "log",
+           "rev_parse": "rev_parse", "show": "show",
            "diff": "diff", "cat": "cat", "export": "export", "import": "import_dir", "mount": "mount",
            "umount": "umount", "mounts": "mounts", "commit": "commit", "status": "status", "reset": "reset",
            "stats": "stats", "verify": "verify", "gc": "gc", "read_file": "read_file", "write_file": "write_file",

@@ -345,6 +345,10 @@ def log(ref: str, max_count: int | None, graph: bool = False, paths: Sequence[st
                 _list(Commit))
 
 
+def rev_parse(ref: str) -> Call[str]:
+    return Call("rev_parse", {"ref": ref}, lambda r: str(r["commit"]))
+
+
 def show(commit: str, patch: bool, paths: Sequence[str] | None = None) -> Call[Commit]:
     return Call("show", _args(commit=commit, patch=patch, paths=_paths(paths)), Commit.from_json)
 

@@ -222,6 +222,10 @@ class AsyncStore:
         """Commits newest first from ``ref`` (see ``Store.log``)."""
         return await self._run(_core.log(ref, max_count, graph, paths, patch))
 
+    async def rev_parse(self, ref: str) -> str:
+        """The Commit id ``ref`` names (see ``Store.rev_parse``)."""
+        return await self._run(_core.rev_parse(ref))
+
     async def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None) -> Commit:
         """A Commit with its changes (see ``Store.show``)."""
         return await self._run(_core.show(commit, patch, paths))

@@ -252,6 +252,11 @@ class Store:
         Commit's ``changes`` (within ``paths``) with their Git unified diffs, as ``show``."""
         return self._run(_core.log(ref, max_count, graph, paths, patch))
 
+    def rev_parse(self, ref: str) -> str:
+        """The Commit id ``ref`` names (a branch, REMOTE/BRANCH, an id prefix, REF~N, REF^N),
+        as ``git rev-parse``; NotFound when it names nothing."""
+        return self._run(_core.rev_parse(ref))
+
     def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None) -> Commit:
         """A Commit with ``changes``: the paths it changed against its first parent (with
         ``patch``, each change's Git unified diff in ``Change.patch``; with ``paths``, only the
