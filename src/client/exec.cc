@@ -24,6 +24,7 @@
 #include "client/client.h"
 #include "client/session.h"
 #include "control/json_bytes.h"
+#include "front/front.h"
 
 namespace layerfs::client {
 
@@ -173,9 +174,25 @@ class Exec {
     if (!args_.Bool("commit") && args_.Has("message")) return Status::Invalid("-m needs --commit");
     if (session_.store().empty()) return Status::Invalid("no store given: use --store PATH or set LAYERFS_STORE");
     LFS_TRY(session_.ConnectOrStart(-1));
-    const std::string ref = args_.Str("ref");
+    std::string ref = args_.Str("ref");
     json branches;
     LFS_TRY(Call("branches", json::object(), &branches));
+    if (ref == "HEAD") {
+      // The branch mounted writable at the working directory (cli::Context::Head), else main;
+      // in a read-only mount, its Commit (forked below, as the daemon expands HEAD for log).
+      char real[PATH_MAX];
+      const std::string here = realpath(session_.cwd().c_str(), real) ? real : session_.cwd();
+      std::string best;
+      for (const auto& b : branches) {
+        if (!b.contains("mountpoint")) continue;
+        const std::string mp = b["mountpoint"].get<std::string>();
+        if ((here == mp || here.compare(0, mp.size() + 1, mp + "/") == 0) && mp.size() > best.size()) {
+          best = mp;
+          ref = b["name"].get<std::string>();
+        }
+      }
+      if (best.empty() && front::StoreOfMount(here).empty()) ref = "main";
+    }
     for (const auto& b : branches)
       if (b["name"] == ref) {
         branch_ = ref;

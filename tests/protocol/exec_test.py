@@ -96,6 +96,12 @@ def statuses_and_passthrough(env: Env) -> None:
     env.run("mount", "work", mp)
     p = exec_(env, "work", "--", "sh", "-c", "pwd; touch here")
     check(p.stdout.decode().strip() == mp and os.path.exists(os.path.join(mp, "here")) and is_mounted(mp), f"{p}")
+    # HEAD in a mount is its branch: the run is there, nothing is forked.
+    branches = {b["name"] for b in env.json("branch")}
+    os.makedirs(os.path.join(mp, "sub"), exist_ok=True)
+    p = env.run("exec", "HEAD", "--", "pwd", check_rc=False, cwd=os.path.join(mp, "sub"))
+    check(p.returncode == 0 and p.stdout.decode().strip() == mp and b"forked" not in p.stderr, f"exec HEAD: {p}")
+    check({b["name"] for b in env.json("branch")} == branches, "exec HEAD forked a branch")
     p = exec_(env, "work", "--mountpoint", env.path("elsewhere"), "--", "true")
     check(p.returncode == 125 and b"mounted at" in p.stderr, f"{p.stderr!r}")
     env.run("umount", mp)
