@@ -13,6 +13,9 @@
 
 namespace layerfs::workspace {
 
+// FORMAT: meta family: kWsKeyPrefix + branch -> 8-byte workspace id; never change.
+inline constexpr std::string_view kWsKeyPrefix = "ws/";
+
 // FORMAT: key tags; never change.
 constexpr char kTagBlock = 'B';   // prefix|B|ino|block -> 64 KiB data block
 constexpr char kTagState = 'S';   // prefix|S -> state record

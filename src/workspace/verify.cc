@@ -11,8 +11,6 @@ namespace layerfs::workspace {
 
 namespace {
 
-constexpr std::string_view kWsKeyPrefix = "ws/";  // meta: + branch -> 8-byte workspace id
-
 // "/a/b" of `ino` from the Workspace's entries (child -> (dir, name)); "inode N" if unnamed.
 std::string PathIn(const std::map<Ino, std::pair<Ino, std::string>>& up, Ino ino) {
   std::string path;

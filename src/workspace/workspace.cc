@@ -35,7 +35,6 @@ std::pair<uint32_t, uint32_t> StoreOwner(const Store& store) {
 using objects::kMaxTreeDepth;
 constexpr uint64_t kMaxFileSize = 16ull << 40;  // as ext4 with 4 KiB blocks
 constexpr size_t kMaxLinkDirs = 1 << 20;        // directories holding hard links of a base Commit
-constexpr std::string_view kWsKeyPrefix = "ws/";  // meta: + branch -> 8-byte workspace id
 constexpr std::string_view kWsNextKey = "ws-next";
 
 // Frees unreferenced data-log segments when the enclosing operation's locks are gone (declare it
