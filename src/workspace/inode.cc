@@ -41,6 +41,7 @@ Attr Inode::ToAttr() const {
   a.uid = uid;
   a.gid = gid;
   a.size = is_dir() ? 4096 : size;
+  a.holes_only = type == EntryType::kFile && !has_origin && !has_blocks && !has_refs && !has_overlays;
   a.rdev = rdev;
   a.atime = atime;
   a.mtime = mtime;

@@ -47,7 +47,11 @@ struct Attr {
   uint32_t nlink = 1, uid = 0, gid = 0;
   uint64_t size = 0, rdev = 0;
   timespec atime{}, mtime{}, ctime{};
-  uint64_t blocks() const { return (size + 511) / 512; }
+  // A file that never had a byte written nor committed content: all hole (`truncate -s 1G f`),
+  // so 0 blocks as on ext4, and `du`, `cp --sparse` and `tar --sparse` see it sparse. Other
+  // files count their size (which blocks hold data is not tracked per inode).
+  bool holes_only = false;
+  uint64_t blocks() const { return holes_only ? 0 : (size + 511) / 512; }
 };
 
 struct DirEntry {

@@ -194,6 +194,25 @@ TEST(MountTest, WritesAndMmapReachTheWorkspace) {
   EXPECT_EQ(WorkspaceContent(env.ws(), "w"), "new+tail");
 }
 
+// st_blocks of a file that is all hole is 0 (ext4's answer), so du and cp --sparse see it sparse.
+TEST(MountTest, AFileThatIsAllHoleHasNoBlocks) {
+  MountEnv env;
+  ASSERT_TRUE(env.ok());
+  ASSERT_TRUE(env.Mount());
+  const std::string p = env.mnt() + "/hole";
+  int fd = open(p.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 1 << 30), 0);
+  struct stat st {};
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_size, 1 << 30);
+  EXPECT_EQ(st.st_blocks, 0);
+  ASSERT_EQ(pwrite(fd, "x", 1, 4096), 1);
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_blocks, (1 << 30) / 512);
+  close(fd);
+}
+
 TEST(MountTest, UnlinkedOpenFileIsForgottenAfterClose) {
   MountEnv env;
   ASSERT_TRUE(env.ok());

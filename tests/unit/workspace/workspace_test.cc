@@ -138,6 +138,25 @@ TEST_F(WorkspaceTest, SparseTruncateAndSeek) {
   EXPECT_EQ(*ws_->Read(f, 0, 100), std::string("abc\0\0\0", 6));
 }
 
+// A file that is all hole has no blocks (as on ext4: `truncate -s 1G f; du f` is 0); once written
+// or committed, its size counts.
+TEST_F(WorkspaceTest, AFileThatIsAllHoleHasNoBlocks) {
+  Ino f = Create(kRootIno, "hole");
+  ASSERT_TRUE(ws_->SetAttr(f, {.size = 1ull << 30}).ok());
+  EXPECT_EQ(ws_->GetAttr(f)->size, 1ull << 30);
+  EXPECT_EQ(ws_->GetAttr(f)->blocks(), 0u);
+  EXPECT_EQ(ws_->Lseek(f, 0, SEEK_DATA).status().code(), ENXIO);
+  ASSERT_TRUE(ws_->Write(f, 100, "x").ok());
+  EXPECT_EQ(ws_->GetAttr(f)->blocks(), (1ull << 30) / 512);
+  Ino g = Create(kRootIno, "hole2");
+  ASSERT_TRUE(ws_->SetAttr(g, {.size = 4096}).ok());
+  ASSERT_TRUE(ws_->Commit("holes").ok());
+  Reopen();  // committed content now: its size counts
+  g = ws_->Lookup(kRootIno, "hole2")->ino;
+  EXPECT_EQ(ws_->GetAttr(g)->blocks(), 8u);
+  EXPECT_EQ(ws_->GetAttr(ws_->Lookup(kRootIno, "hole")->ino)->blocks(), (1ull << 30) / 512);
+}
+
 TEST_F(WorkspaceTest, CopyOnWriteOverCommittedFile) {
   std::string big(3 << 20, 'q');
   for (size_t i = 0; i < big.size(); i++) big[i] = static_cast<char>('a' + (i * 7919) % 26);
