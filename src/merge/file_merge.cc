@@ -8,6 +8,11 @@
 
 namespace layerfs::merge {
 
+void InitLibgit2() {
+  static std::once_flag once;
+  std::call_once(once, [] { git_libgit2_init(); });
+}
+
 bool LooksBinary(std::string_view data) {
   return std::memchr(data.data(), '\0', std::min<size_t>(data.size(), 8000)) != nullptr;
 }
@@ -15,8 +20,7 @@ bool LooksBinary(std::string_view data) {
 Result<FileMergeResult> MergeText(const FileMergeInput& in) {
   for (auto side : {in.base, in.ours, in.theirs})
     if (side.size() > kMaxTextBytes || LooksBinary(side)) return Status::Invalid("binary content is not merged by lines");
-  static std::once_flag once;
-  std::call_once(once, [] { git_libgit2_init(); });
+  InitLibgit2();
   git_merge_file_input base = GIT_MERGE_FILE_INPUT_INIT, ours = GIT_MERGE_FILE_INPUT_INIT,
                        theirs = GIT_MERGE_FILE_INPUT_INIT;
   base.ptr = in.base.data();

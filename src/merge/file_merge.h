@@ -14,6 +14,9 @@ namespace layerfs::merge {
 
 constexpr size_t kMaxTextBytes = 64u << 20;
 
+// libgit2, initialised once per process (the merges here and the patches of merge/patch.h).
+void InitLibgit2();
+
 // Git's rule: content with a NUL byte in its first 8000 bytes is binary.
 bool LooksBinary(std::string_view data);
 

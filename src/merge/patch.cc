@@ -3,7 +3,6 @@
 #include <git2.h>
 
 #include <memory>
-#include <mutex>
 
 #include <fmt/format.h>
 
@@ -35,14 +34,9 @@ int PrintLine(const git_diff_delta*, const git_diff_hunk*, const git_diff_line* 
   return 0;
 }
 
-void Init() {
-  static std::once_flag once;
-  std::call_once(once, [] { git_libgit2_init(); });
-}
-
 // Git's abbreviated blob id of `data` (what `git hash-object` prints), as on an index line.
 std::string BlobId(std::string_view data) {
-  Init();
+  InitLibgit2();
   git_oid oid;
   if (git_odb_hash(&oid, data.data(), data.size(), GIT_OBJECT_BLOB) != 0) return "0000000";
   char hex[GIT_OID_HEXSZ + 1];
@@ -52,7 +46,7 @@ std::string BlobId(std::string_view data) {
 
 // Hunks of before -> after; false if libgit2 finds either side binary.
 bool Hunks(std::string_view before, std::string_view after, std::string* out) {
-  Init();
+  InitLibgit2();
   git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
   opts.context_lines = 3;
   git_patch* patch = nullptr;
