@@ -139,10 +139,11 @@ Verb Log() {
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("ref") ? a.Str("ref") : ctx.Head()));
     const size_t limit = static_cast<size_t>(a.Int("max_count", 0));
     std::vector<CommitInfo> log;
+    std::vector<std::string> paths;  // resolved once (Context::TreePaths reads the mount table)
     if (a.Has("paths")) {
       // The Commits that changed a path against their first parent, along first parents.
       if (a.Bool("graph")) return Status::Invalid("log --graph does not take paths");
-      LFS_ASSIGN(auto paths, ctx.TreePaths(a.Strings("paths")));
+      LFS_ASSIGN(paths, ctx.TreePaths(a.Strings("paths")));
       std::optional<ObjectId> cur = id;
       while (cur && (limit == 0 || log.size() < limit)) {
         LFS_ASSIGN(auto c, st->GetCommit(*cur));
@@ -168,7 +169,8 @@ Verb Log() {
         if (!e.parents.empty()) {
           LFS_ASSIGN(changes, st->Diff(e.parents[0], e.id));
         }
-        LFS_TRY(KeepPaths(ctx, a, &changes));
+        if (a.Has("paths"))
+          std::erase_if(changes, [&](const DiffEntry& d) { return !PathSelected(d.path, paths); });
         j["changes"] = ChangesJson(changes);
         LFS_TRY(AddPatches(changes, HistoryReader(*st), &j["changes"], &patch_bytes));
       }
@@ -235,14 +237,40 @@ Verb Show() {
   return v;
 }
 
+// Git's `diff A`: from Commit A to the working tree, HEAD's (Context::Head): the Workspace of the
+// branch mounted writable at the working directory (else main's, mounted or not; its mount's
+// writes settled first), or the Commit of a read-only mount there.
+Status DiffWorkingTree(Context& ctx, const Args& a, Store* st, json* result) {
+  LFS_ASSIGN(ObjectId ia, st->Resolve(a.Str("a")));
+  const std::string head = ctx.Head();
+  LFS_ASSIGN(auto branch_head, st->BranchHead(head));
+  std::vector<DiffEntry> changes;
+  SideReader read = HistoryReader(*st);
+  std::shared_ptr<workspace::Workspace> ws;
+  if (!branch_head) {  // a read-only mount: its Commit is the tree
+    LFS_ASSIGN(ObjectId ib, st->Resolve(head));
+    LFS_ASSIGN(changes, st->Diff(ia, ib));
+  } else {
+    LFS_TRY(SettleMount(ctx, head, ""));
+    LFS_ASSIGN(auto* reg, ctx.Workspaces());
+    LFS_ASSIGN(ws, reg->Get(head));
+    LFS_ASSIGN(changes, ws->Changes(ia));
+    read = WorkingTreeReader(*st, *ws);
+  }
+  LFS_TRY(KeepPaths(ctx, a, &changes));
+  *result = ChangesJson(changes);
+  if (a.Bool("patch")) LFS_TRY(AddPatches(changes, read, result));
+  return Status::Ok();
+}
+
 Verb Diff() {
   Verb v;
   v.name = v.cli = "diff";
   v.ref_args = {"a", "b"};
-  v.help = "Paths added, removed, modified, type- or mode-changed from A to B";
+  v.help = "Paths added, removed, modified, type- or mode-changed from A to B (to the working tree without B)";
   v.read_only = true;
   v.args = {{"a", ArgType::kString, "A", "Old commit, or A...B: from the merge base of A and B to B", true},
-            {"b", ArgType::kString, "B", "New commit"},
+            {"b", ArgType::kString, "B", "New commit (none: HEAD's working tree, as `git diff A`)"},
             {"stat", ArgType::kBool, "--stat", "Sizes and a summary", false, true},
             kPatch, kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
@@ -255,7 +283,7 @@ Verb Diff() {
       from = from.substr(0, dots);
       if (from.empty() || to.empty()) return Status::Invalid(fmt::format("'{}' is not A...B", a.Str("a")));
     } else if (to.empty()) {
-      return Status::Invalid("diff takes A B or A...B");
+      return DiffWorkingTree(ctx, a, st, result);
     }
     LFS_ASSIGN(ObjectId ia, st->Resolve(from));
     LFS_ASSIGN(ObjectId ib, st->Resolve(to));
