@@ -6,6 +6,7 @@
 
 #include "cli/verb.h"
 #include "merge/patch.h"
+#include "workspace/files.h"
 
 namespace layerfs::cli {
 
@@ -83,6 +84,15 @@ SideReader HistoryReader(Store& st) {
     const TreeEntry& e = after ? *d.after : *d.before;
     if (e.type == EntryType::kSymlink) return e.target;
     return st.ReadFile(e);
+  };
+}
+
+SideReader WorkingTreeReader(Store& st, workspace::Workspace& ws) {
+  return [history = HistoryReader(st), &ws](const DiffEntry& d, bool after) -> Result<std::string> {
+    if (!after) return history(d, false);
+    if (d.after->type == EntryType::kSymlink) return d.after->target;
+    uint64_t size = 0;
+    return workspace::ReadPath(ws, d.path, 0, std::nullopt, &size);
   };
 }
 

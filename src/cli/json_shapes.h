@@ -10,6 +10,10 @@
 #include "layerfs/store.h"
 #include "merge/merge.h"
 
+namespace layerfs::workspace {
+class Workspace;
+}
+
 namespace layerfs::cli {
 
 // {"id", "parents", "root", "message", "time", "time_nsec", "logical_bytes", "files"}
@@ -39,6 +43,8 @@ Status AddPatches(const std::vector<DiffEntry>& d, const SideReader& read, nlohm
                   uint64_t* running_total = nullptr);
 // Both sides from history (a symlink's content is its target).
 SideReader HistoryReader(Store& st);
+// The side before from history, the side after read from the Workspace `ws` (status -p, diff A).
+SideReader WorkingTreeReader(Store& st, workspace::Workspace& ws);
 // The CLI's text for them: every patch, in order.
 class Output;
 void PrintPatches(const nlohmann::json& changes, Output& o);

@@ -146,14 +146,7 @@ Verb StatusVerb() {
     json r = {{"branch", branch}, {"changes", ChangesJson(changes)}};
     if (a.Bool("patch")) {
       // The committed side from history, the live side read from the Workspace.
-      const SideReader history = HistoryReader(*st);
-      auto read = [&](const DiffEntry& d, bool after) -> Result<std::string> {
-        if (!after) return history(d, false);
-        if (d.after->type == EntryType::kSymlink) return d.after->target;
-        uint64_t size = 0;
-        return workspace::ReadPath(*ws, d.path, 0, std::nullopt, &size);
-      };
-      LFS_TRY(AddPatches(changes, read, &r["changes"]));
+      LFS_TRY(AddPatches(changes, WorkingTreeReader(*st, *ws), &r["changes"]));
     }
     if (merging) {
       LFS_ASSIGN(auto unresolved, merge::UnresolvedPaths(*ws, *merging));

@@ -202,8 +202,9 @@ class Workspace {
   // Tells the sink (if any) what changed when the change did not come through the sink's own
   // users (the file verbs: workspace/files.h). Call with no Workspace lock held.
   void Notify(const std::vector<Ino>& inodes, const std::vector<std::pair<Ino, std::string>>& entries);
-  // Uncommitted changes against the head Commit (nothing is stored).
-  Result<std::vector<DiffEntry>> Changes();
+  // Uncommitted changes against the head Commit, or with `from` the Workspace's tree against
+  // that Commit's (Git's `diff A`): nothing is stored.
+  Result<std::vector<DiffEntry>> Changes(const std::optional<ObjectId>& from = std::nullopt);
   // Discards uncommitted changes; with `to`, also moves the branch there. Only while no file is
   // open (the caller checks).
   Status Reset(const std::optional<ObjectId>& to);

@@ -443,7 +443,7 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::
   return id;
 }
 
-Result<std::vector<DiffEntry>> Workspace::Changes() {
+Result<std::vector<DiffEntry>> Workspace::Changes(const std::optional<ObjectId>& from) {
   auto* im = impl_.get();
   std::shared_ptr<const kv::Snapshot> snap;
   ObjectId base;
@@ -458,7 +458,7 @@ Result<std::vector<DiffEntry>> Workspace::Changes() {
   objects::Txn txn(/*dry=*/true);  // ids only, discarded: nothing is encoded or stored
   LFS_ASSIGN(auto built, im->BuildTrees(snap.get(), dirty, &txn));
   pin.unlock();
-  LFS_ASSIGN(auto c, im->store_.GetCommit(base));
+  LFS_ASSIGN(auto c, im->store_.GetCommit(from ? *from : base));
   return im->store_.DiffTrees(c.root, built.root, &txn);
 }
 

@@ -125,8 +125,27 @@ grep -q '^+hello from main$' "$WORK/hello.patch" || fail "status -p lacks the ap
 grep -A2 '^diff --git a/run.sh b/run.sh$' "$WORK/status.patch" | grep -q '^new mode 100644$' || fail "status -p: run.sh's mode"
 grep -A1 '^diff --git a/src/lib/util.c b/src/lib/util.c$' "$WORK/status.patch" | grep -q '^deleted file mode 100600$' ||
   fail "status -p: util.c's removal"
+# diff A without B: from A to the working tree of HEAD, as `git diff A`: from main's mount against
+# its head, the same patch as status -p.
+(cd "$M" && lfs diff -p "$c1") >"$WORK/diff-wt.patch"
+cmp -s "$WORK/status.patch" "$WORK/diff-wt.patch" ||
+  fail "diff -p c1 in main's mount is not status -p: $(diff "$WORK/status.patch" "$WORK/diff-wt.patch")"
 c2=$(lfs commit "$M" -m main-two)
 c3=$(lfs commit "$F" -m f1-two)
+# From another Commit: in f1's mount (nothing uncommitted) the same as diff A f1's-head, in the
+# read-only mount of c1 as diff A c1; an uncommitted change shows, with its path and its patch.
+[ "$(cd "$F/src" && lfs diff "$c2")" = "$(lfs diff "$c2" "$c3")" ] || fail "diff c2 in f1's mount"
+[ -n "$(lfs diff "$c2" "$c3")" ] || fail "c2 and c3 do not differ"
+mkdir "$WORK/ro-c1"
+lfs mount "$c1" "$WORK/ro-c1" >/dev/null
+[ "$(cd "$WORK/ro-c1" && lfs diff --json "$c2")" = "$(lfs diff --json "$c2" "$c1")" ] || fail "diff c2 in c1's read-only mount"
+lfs umount "$WORK/ro-c1"
+echo "one more line" >>"$F/f1.txt"
+[ "$(cd "$F/src" && lfs diff HEAD -- ../f1.txt)" = "$(printf 'M\tf1.txt')" ] || fail "diff HEAD -- ../f1.txt in f1's mount"
+(cd "$F" && lfs diff -p "$c1" -- f1.txt) | grep -qx '+one more line' || fail "diff -p c1 -- f1.txt lacks the new line"
+[ "$(cd "$WORK" && lfs diff "$c2")" = "" ] || fail "diff c2 outside a mount is not against main's clean Workspace"
+lfs reset "$F" >/dev/null
+[ "$(cat "$F/f1.txt")" = "f1 file" ] && [ -z "$(lfs status "$F")" ] || fail "reset of f1's mount"
 is_id "$c2" && is_id "$c3" || fail "commit ids: $c2 $c3"
 [ "$c2" != "$c3" ] || fail "divergent commits have one id"
 
@@ -149,7 +168,6 @@ lfs branch -d f1-copy >/dev/null
 [ "$(cd "$F/src" && lfs diff HEAD~1 HEAD -- ../f1.txt | cut -f2)" = f1.txt ] || fail "diff -- ../f1.txt in f1's src"
 (cd "$F" && expect_fail fork HEAD)
 grep -q "invalid branch name 'HEAD'" "$WORK/stderr" || fail "a branch named HEAD: $(cat "$WORK/stderr")"
-mkdir "$WORK/ro-c1"
 lfs mount "$c1" "$WORK/ro-c1" >/dev/null
 [ "$(cd "$WORK/ro-c1" && lfs log -n 1 --json HEAD | first_id)" = "$c1" ] || fail "HEAD in a read-only mount of $c1"
 lfs umount "$WORK/ro-c1"

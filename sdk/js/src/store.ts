@@ -319,7 +319,8 @@ export class Store {
     return this.call("show", args({ commit, patch: opts.patch, paths: nonEmpty(opts.paths) }));
   }
 
-  /** Paths added, deleted, modified, type- or mode-changed from `a` to `b` (or `a` as "A...B");
+  /** Paths added, deleted, modified, type- or mode-changed from `a` to `b` (or `a` as "A...B";
+   * without `b`, to HEAD's working tree, uncommitted changes included, as `git diff A`);
    * with `patch`, each with its Git unified diff; with `paths`, only the changes at or below them. */
   diff(a: string, b?: string, opts: { patch?: boolean; paths?: string[] } = {}): Promise<Change[]> {
     return this.call("diff", args({ a, b, patch: opts.patch, paths: nonEmpty(opts.paths) }));

@@ -86,6 +86,20 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   assert.equal(livePatch["notes.txt"], "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n" +
     "index 0000000..9c59e24\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+first\n"); // git hash-object's id
 
+  // diff(a) without b: from a to HEAD's working tree (the branch mounted at the working
+  // directory, else main's), uncommitted changes included, as `git diff A`.
+  assert.deepEqual(await s.diff(main.commit), []); // outside any mount: main's Workspace, unchanged
+  const cwd = process.cwd();
+  process.chdir(join(mp, "src"));
+  try {
+    assert.deepEqual(new Set((await s.diff(main.commit)).map((c) => `${c.change} ${c.path}`)),
+      new Set(st.changes.map((c) => `${c.change} ${c.path}`)));
+    assert.deepEqual(Object.fromEntries((await s.diff("HEAD", undefined, { patch: true })).map((c) => [c.path, c.patch])),
+      livePatch);
+  } finally {
+    process.chdir(cwd);
+  }
+
   const c1 = await s.commit(mp, "two files");
   assert.equal(await s.revParse("try"), c1);
   assert.equal(await s.revParse(c1.slice(0, 8)), c1);

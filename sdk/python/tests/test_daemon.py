@@ -60,6 +60,17 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
                                         "@@ -0,0 +1 @@\n+first\n"), patched  # git hash-object's id
         assert patched["src/a.bin"].endswith("Binary files /dev/null and b/src/a.bin differ\n"), patched
 
+        # diff A without B: from A to HEAD's working tree (the branch mounted at the working
+        # directory, else main's), uncommitted changes included, as `git diff A`.
+        assert s.diff(root) == []  # outside any mount: main's Workspace, unchanged
+        cwd = os.getcwd()
+        os.chdir(mp / "src")
+        try:
+            assert {(c.path, c.change) for c in s.diff(root)} == {(c.path, c.change) for c in st.changes}
+            assert {c.path: c.patch for c in s.diff("HEAD", patch=True)} == patched
+        finally:
+            os.chdir(cwd)
+
         c1 = s.commit(mp, "two files")
         assert ID.match(c1)
         assert s.status("try").changes == []

@@ -266,7 +266,8 @@ class Store:
     def diff(self, a: str, b: str | None = None, patch: bool = False,
              paths: Sequence[str] | None = None) -> list[Change]:
         """Paths added, deleted, modified, type- or mode-changed from ``a`` to ``b``
-        (or ``a`` given as "A...B"); with ``patch``, each with its Git unified diff; with
+        (or ``a`` given as "A...B"; without ``b``, to HEAD's working tree, uncommitted changes
+        included, as ``git diff A``); with ``patch``, each with its Git unified diff; with
         ``paths``, only the changes at or below them."""
         return self._run(_core.diff(a, b, patch, paths))
 
