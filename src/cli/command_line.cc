@@ -56,21 +56,51 @@ json ValueOf(const ArgSpec& a, CLI::Option* o) {
   return nullptr;
 }
 
-// Git's `VERB ... -- PATH...` for the verbs with a `paths` argument (log, diff, show, status):
-// the words after `--` become `--path WORD` (CLI11 would give them to the positionals in order,
-// so `log -- f` would read f as the REF). Other verbs keep `--` (exec's command follows it).
-std::vector<std::string> PathsAfterDashes(const std::vector<std::string>& argv) {
-  size_t verb_at = 0;
+// Where the verb's word is in argv (0: none): the first word that is not an option, after
+// `--store DIR`.
+size_t VerbAt(const std::vector<std::string>& argv) {
   for (size_t i = 1; i < argv.size(); i++) {
     if (argv[i] == "--store") {
       i++;
       continue;
     }
-    if (!argv[i].empty() && argv[i][0] != '-') {
-      verb_at = i;
-      break;
-    }
+    if (!argv[i].empty() && argv[i][0] != '-') return i;
   }
+  return 0;
+}
+
+// A word that is no verb gets one line naming it (CLI11 would say "A subcommand is required");
+// Git's verbs that have no counterpart here say what to do instead.
+std::optional<std::string> UnknownVerb(const std::vector<std::string>& argv) {
+  const size_t at = VerbAt(argv);
+  if (at == 0) return std::nullopt;
+  const std::string& word = argv[at];
+  for (const auto& v : Verbs())
+    if (!v.cli.empty() && v.cli.substr(0, v.cli.find(' ')) == word) return std::nullopt;
+  static const std::map<std::string, std::string> kGitHabits = {
+      {"add", "there is no staging area: `layerfs commit` records every change of the Workspace"},
+      {"stage", "there is no staging area: `layerfs commit` records every change of the Workspace"},
+      {"checkout", "a branch is worked on where it is mounted (`layerfs mount BRANCH DIR`); a new one is `layerfs fork NEW FROM`"},
+      {"switch", "a branch is worked on where it is mounted (`layerfs mount BRANCH DIR`); a new one is `layerfs fork NEW FROM`"},
+      {"restore", "`layerfs reset` discards uncommitted changes; `layerfs cat COMMIT:PATH > PATH` brings back one file"},
+      {"stash", "fork a branch and commit there (`layerfs fork NEW`), or discard with `layerfs reset`"},
+      {"tag", "a branch names a Commit: `layerfs fork NAME COMMIT`"},
+      {"rebase", "`layerfs cherry-pick` applies a Commit's change onto a branch"},
+      {"rm", "remove files in the mount with rm, or with `layerfs remove-path`"},
+      {"mv", "move files in the mount with mv"},
+      {"unmount", "unmount with `layerfs umount MOUNTPOINT`"},
+      {"fsck", "`layerfs verify` reads back every object and checks its hash"},
+  };
+  auto it = kGitHabits.find(word);
+  if (it != kGitHabits.end()) return fmt::format("layerfs: '{}' is not a layerfs command: {}\n", word, it->second);
+  return fmt::format("layerfs: '{}' is not a layerfs command (`layerfs --help` lists them)\n", word);
+}
+
+// Git's `VERB ... -- PATH...` for the verbs with a `paths` argument (log, diff, show, status):
+// the words after `--` become `--path WORD` (CLI11 would give them to the positionals in order,
+// so `log -- f` would read f as the REF). Other verbs keep `--` (exec's command follows it).
+std::vector<std::string> PathsAfterDashes(const std::vector<std::string>& argv) {
+  const size_t verb_at = VerbAt(argv);
   if (verb_at == 0) return argv;
   const Verb* v = nullptr;
   for (const auto& cand : Verbs())
@@ -90,8 +120,13 @@ std::vector<std::string> PathsAfterDashes(const std::vector<std::string>& argv) 
 }  // namespace
 
 CommandLine ParseCommandLine(const std::vector<std::string>& argv_in, Output& out, bool stdin_ok) {
-  const std::vector<std::string> argv = PathsAfterDashes(argv_in);
   CommandLine cl;
+  if (auto refusal = UnknownVerb(argv_in)) {
+    out.Err(*refusal);
+    cl.exit = 2;
+    return cl;
+  }
+  const std::vector<std::string> argv = PathsAfterDashes(argv_in);
   CLI::App app{"layerfs: a versioned filesystem for agent workspaces", "layerfs"};
   app.require_subcommand(1);
   app.add_option("--store", cl.store, "Store directory (default: $LAYERFS_STORE)");

@@ -237,12 +237,12 @@ Verb Show() {
   return v;
 }
 
-// Git's `diff A`: from Commit A to the working tree, HEAD's (Context::Head): the Workspace of the
-// branch mounted writable at the working directory (else main's, mounted or not; its mount's
-// writes settled first), or the Commit of a read-only mount there.
-Status DiffWorkingTree(Context& ctx, const Args& a, Store* st, json* result) {
-  LFS_ASSIGN(ObjectId ia, st->Resolve(a.Str("a")));
+// Git's `diff A`: from Commit `from` to the working tree, HEAD's (Context::Head): the Workspace
+// of the branch mounted writable at the working directory (else main's, mounted or not; its
+// mount's writes settled first), or the Commit of a read-only mount there.
+Status DiffWorkingTree(Context& ctx, const Args& a, const std::string& from, Store* st, json* result) {
   const std::string head = ctx.Head();
+  LFS_ASSIGN(ObjectId ia, st->Resolve(from.empty() ? head : from));
   LFS_ASSIGN(auto branch_head, st->BranchHead(head));
   std::vector<DiffEntry> changes;
   SideReader read = HistoryReader(*st);
@@ -267,23 +267,25 @@ Verb Diff() {
   Verb v;
   v.name = v.cli = "diff";
   v.ref_args = {"a", "b"};
-  v.help = "Paths added, removed, modified, type- or mode-changed from A to B (to the working tree without B)";
+  v.help = "Paths added, removed, modified, type- or mode-changed from A to B (without B: to the working tree)";
   v.read_only = true;
-  v.args = {{"a", ArgType::kString, "A", "Old commit, or A...B: from the merge base of A and B to B", true},
+  v.args = {{"a", ArgType::kString, "A",
+             "Old commit, or A...B: from the merge base of A and B to B (none: HEAD, as `git diff`)"},
             {"b", ArgType::kString, "B", "New commit (none: HEAD's working tree, as `git diff A`)"},
             {"stat", ArgType::kBool, "--stat", "Sizes and a summary", false, true},
             kPatch, kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     std::string from = a.Str("a"), to = a.Str("b");
+    if (from.empty() && !to.empty()) return Status::Invalid("diff takes A B, A...B, A, or nothing");
     const auto dots = from.find("...");
     if (dots != std::string::npos) {
-      if (!to.empty()) return Status::Invalid("diff takes A B or A...B");
+      if (!to.empty()) return Status::Invalid("diff takes A B, A...B, A, or nothing");
       to = from.substr(dots + 3);
       from = from.substr(0, dots);
       if (from.empty() || to.empty()) return Status::Invalid(fmt::format("'{}' is not A...B", a.Str("a")));
     } else if (to.empty()) {
-      return DiffWorkingTree(ctx, a, st, result);
+      return DiffWorkingTree(ctx, a, from, st, result);
     }
     LFS_ASSIGN(ObjectId ia, st->Resolve(from));
     LFS_ASSIGN(ObjectId ib, st->Resolve(to));

@@ -99,7 +99,9 @@ Verb Commit() {
   Verb v;
   v.name = v.cli = "commit";
   v.help = "Commit what was written to a mounted (or unmounted) branch";
-  v.args = {kTarget, {"message", ArgType::kString, "-m,--message", "Commit message", true}};
+  v.args = {kTarget, {"message", ArgType::kString, "-m,--message", "Commit message", true},
+            // Git's `commit -a` / `-am MSG` out of habit: every change is committed anyway.
+            {"all", ArgType::kBool, "-a,--all", "Accepted as in Git; every change is committed anyway", false, true}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     std::string mp;
     LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));

@@ -26,6 +26,13 @@ before=$(store_state)
 
 # init on an existing store
 expect_fail init "$LAYERFS_STORE"
+# a word that is no verb is named; Git's verbs without a counterpart say what to do instead
+expect_fail comit -m x
+grep -qF "'comit' is not a layerfs command (\`layerfs --help\` lists them)" "$WORK/stderr" || fail "unknown verb: $(cat "$WORK/stderr")"
+expect_fail add .
+grep -qF "'add' is not a layerfs command: there is no staging area" "$WORK/stderr" || fail "add: $(cat "$WORK/stderr")"
+expect_fail --store "$LAYERFS_STORE" checkout side
+grep -qF "layerfs mount BRANCH DIR" "$WORK/stderr" || fail "checkout: $(cat "$WORK/stderr")"
 # unknown refs
 expect_fail log nosuch
 expect_fail show nosuch
@@ -58,7 +65,9 @@ expect_fail export main "$SRC/top"
 expect_fail import "$WORK/missing_dir"
 expect_fail import "$SRC/top"
 # usage errors
-expect_fail diff main
+expect_fail diff main...
+expect_fail diff main...side side
+expect_fail diff nosuch
 expect_fail log --no-such-flag
 expect_fail stats extra-arg
 

@@ -130,6 +130,14 @@ grep -A1 '^diff --git a/src/lib/util.c b/src/lib/util.c$' "$WORK/status.patch" |
 (cd "$M" && lfs diff -p "$c1") >"$WORK/diff-wt.patch"
 cmp -s "$WORK/status.patch" "$WORK/diff-wt.patch" ||
   fail "diff -p c1 in main's mount is not status -p: $(diff "$WORK/status.patch" "$WORK/diff-wt.patch")"
+# and `diff` alone is `diff HEAD`, as `git diff`
+(cd "$M/src" && lfs diff -p) | cmp -s "$WORK/status.patch" - || fail "diff -p alone in main's mount is not status -p"
+(cd "$M" && lfs diff --json) >"$WORK/diff-alone.json"
+lfs status --json "$M" | python3 -c '
+import json, sys
+changes = json.load(sys.stdin)["changes"]
+assert changes and json.load(open(sys.argv[1])) == changes, "diff --json alone is not status'"'"'s changes"' "$WORK/diff-alone.json" ||
+  fail "diff --json alone in main's mount"
 c2=$(lfs commit "$M" -m main-two)
 c3=$(lfs commit "$F" -m f1-two)
 # From another Commit: in f1's mount (nothing uncommitted) the same as diff A f1's-head, in the

@@ -95,6 +95,24 @@ TEST(CommandLine, ParsesIntoProtocolArguments) {
   EXPECT_EQ(bad.err.rfind("layerfs: ", 0), 0u) << bad.err;
   cl = ParseCommandLine({"layerfs", "cat", "nocolon"}, bad);
   EXPECT_EQ(cl.exit, 2);
+
+  // A word that is no verb is named in one line; Git's verbs without a counterpart say what to
+  // do instead (CLI11 alone said "A subcommand is required").
+  Capture typo;
+  cl = ParseCommandLine({"layerfs", "--store", "/s", "comit", "-m", "x"}, typo);
+  EXPECT_EQ(cl.exit, 2);
+  EXPECT_EQ(typo.err, "layerfs: 'comit' is not a layerfs command (`layerfs --help` lists them)\n");
+  Capture add;
+  cl = ParseCommandLine({"layerfs", "add", "."}, add);
+  EXPECT_EQ(cl.exit, 2);
+  EXPECT_EQ(add.err, "layerfs: 'add' is not a layerfs command: there is no staging area: `layerfs commit` records "
+                     "every change of the Workspace\n");
+  // Git's `commit -am MSG`: -a is accepted, and is no protocol argument.
+  Capture am;
+  cl = ParseCommandLine({"layerfs", "commit", "-am", "msg"}, am);
+  ASSERT_LT(cl.exit, 0) << am.err;
+  EXPECT_EQ(cl.verb->name, "commit");
+  EXPECT_EQ(cl.args.raw(), (json{{"message", "msg"}}));
 }
 
 TEST(CommandLine, RemoteVerbsParseIntoTheirProtocolVerbs) {
