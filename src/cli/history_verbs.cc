@@ -133,6 +133,7 @@ Verb Log() {
   v.args = {{"ref", ArgType::kString, "REF", "Where to start (default HEAD: the branch mounted here, else main)"},
             {"max_count", ArgType::kInt, "-n,--max-count", "At most N commits"},
             {"graph", ArgType::kBool, "--graph", "Every commit reachable through all parents, children first, with lanes"},
+            {"oneline", ArgType::kBool, "--oneline", "A short id and the message's first line per Commit", false, true},
             kPaths, kPatch};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
@@ -185,9 +186,11 @@ Verb Log() {
       for (const auto& c : r) PrintCommit(c, true, o);
       return;
     }
-    for (const auto& e : r)
-      o.Outf("{} {} {}\n", e["id"].get<std::string>(), FormatTime(e["time"].get<int64_t>()),
-             e["message"].get<std::string>());
+    for (const auto& e : r) {
+      const std::string id = e["id"].get<std::string>(), msg = e["message"].get<std::string>();
+      if (a.Bool("oneline")) o.Outf("{} {}\n", id.substr(0, 12), msg.substr(0, msg.find('\n')));
+      else o.Outf("{} {} {}\n", id, FormatTime(e["time"].get<int64_t>()), msg);
+    }
   };
   return v;
 }
@@ -215,12 +218,22 @@ Verb Show() {
   Verb v;
   v.name = v.cli = "show";
   v.ref_args = {"commit"};
-  v.help = "A Commit's metadata and the paths it changed";
+  v.help = "A Commit's metadata and the paths it changed (REF:PATH: the file, as cat)";
   v.read_only = true;
-  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit", true}, kPatch, kPaths};
+  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit (default HEAD)"}, kPatch, kPaths};
+  v.from_cli = [](std::string* name, Args* a) -> Status {
+    // Git's `show REF:PATH` prints the file: that is cat's.
+    const std::string spec = a->Str("commit");
+    const size_t colon = spec.find(':');
+    if (colon == std::string::npos) return Status::Ok();
+    if (a->Bool("patch") || a->Has("paths")) return Status::Invalid("show REF:PATH takes neither -p nor paths");
+    *name = "cat";
+    a->raw() = {{"commit", spec.substr(0, colon)}, {"path", spec.substr(colon + 1)}};
+    return Status::Ok();
+  };
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
-    LFS_ASSIGN(ObjectId id, st->Resolve(a.Str("commit")));
+    LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("commit") ? a.Str("commit") : ctx.Head()));
     LFS_ASSIGN(auto c, st->GetCommit(id));
     std::vector<DiffEntry> changes;
     if (!c.parents.empty()) {
@@ -273,6 +286,8 @@ Verb Diff() {
              "Old commit, or A...B: from the merge base of A and B to B (none: HEAD, as `git diff`)"},
             {"b", ArgType::kString, "B", "New commit (none: HEAD's working tree, as `git diff A`)"},
             {"stat", ArgType::kBool, "--stat", "Sizes and a summary", false, true},
+            {"name_only", ArgType::kBool, "--name-only", "Only the paths, one per line", false, true},
+            {"name_status", ArgType::kBool, "--name-status", "The change and the path of each (the default)", false, true},
             kPatch, kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
@@ -301,8 +316,13 @@ Verb Diff() {
     return Status::Ok();
   };
   v.text = [](const Args& a, const json& r, Output& o) {
-    if (a.Bool("patch") && !a.Bool("stat")) PrintPatches(r, o);
-    else PrintChanges(r, a.Bool("stat"), o);
+    if (a.Bool("name_only")) {
+      for (const auto& e : r) o.Outf("{}\n", e["path"].get<std::string>());
+    } else if (a.Bool("patch") && !a.Bool("stat")) {
+      PrintPatches(r, o);
+    } else {
+      PrintChanges(r, a.Bool("stat"), o);
+    }
   };
   return v;
 }

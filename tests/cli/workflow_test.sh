@@ -67,6 +67,22 @@ assert m['sub/deeper/deep.txt']['before']['mode']=='0644' and m['sub/deeper/deep
 assert 'after' not in m['empty'] and 'before' not in m['sub/new.txt']
 " || fail "diff --json"
 [ -z "$(lfs diff main main)" ] || fail "diff of a commit with itself is empty"
+# Git's habits: diff --name-only / --name-status, log --oneline, show with no REF (HEAD, here
+# main), show REF:PATH (the file), status -s.
+[ "$(lfs diff --name-only "$c1" "$c2" | sort | tr '\n' ' ')" = "empty hello.txt sub/deeper/deep.txt sub/new.txt " ] ||
+  fail "diff --name-only: $(lfs diff --name-only "$c1" "$c2")"
+[ "$(lfs diff --name-status "$c1" "$c2")" = "$(lfs diff "$c1" "$c2")" ] || fail "diff --name-status"
+[ "$(lfs log --oneline -n 1 main)" = "$(lfs rev-parse main | cut -c1-12) $(lfs log --json -n 1 main | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["message"].split("\n")[0])')" ] ||
+  fail "log --oneline: $(lfs log --oneline -n 1 main)"
+[ "$(lfs log --oneline | wc -l)" = "$(lfs log | wc -l)" ] || fail "log --oneline lists every Commit"
+[ "$(lfs show --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')" = "$(lfs rev-parse main)" ] ||
+  fail "show with no REF is not HEAD (main)"
+[ "$(lfs show main:hello.txt)" = "hello, world" ] || fail "show main:hello.txt"
+[ "$(lfs show "$c1:hello.txt")" = "hello" ] || fail "show c1:hello.txt"
+lfs show main:big.bin | cmp - "$SRC/big.bin" || fail "show main:big.bin"
+expect_fail show main:no-such-file
+expect_fail show -p main:hello.txt
+[ "$(lfs status -s main)" = "$(lfs status main)" ] || fail "status -s"
 
 # cat
 [ "$(lfs cat main:hello.txt)" = "hello, world" ] || fail "cat main:hello.txt"

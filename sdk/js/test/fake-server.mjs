@@ -39,7 +39,7 @@ export const ARGS = {
   revert: { commit: S, into: S, strategy_option: S, continue: B, abort: B },
 };
 export const REQUIRED = {
-  fork: ["name"], branch_delete: ["name"], rev_parse: ["ref"], show: ["commit"], cat: ["commit", "path"],
+  fork: ["name"], branch_delete: ["name"], rev_parse: ["ref"], cat: ["commit", "path"],
   export: ["commit", "dir"], import: ["dir"], mount: ["ref", "mountpoint"], umount: ["mountpoint"],
   commit: ["message"], read_file: ["target", "path"], write_file: ["target", "path"], list_dir: ["target"],
   remove_path: ["target", "path"], remote_add: ["name", "url"], remote_remove: ["name"],

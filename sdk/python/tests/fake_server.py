@@ -61,7 +61,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "cherry_pick": {"commit": (str,), "into": (str,), "strategy_option": (str,), "continue": (bool,), "abort": (bool,)},
     "revert": {"commit": (str,), "into": (str,), "strategy_option": (str,), "continue": (bool,), "abort": (bool,)},
 }
-REQUIRED = {"fork": ["name"], "branch_delete": ["name"], "rev_parse": ["ref"], "show": ["commit"],
+REQUIRED = {"fork": ["name"], "branch_delete": ["name"], "rev_parse": ["ref"],
             "cat": ["commit", "path"], "export": ["commit", "dir"], "import": ["dir"],
             "mount": ["ref", "mountpoint"], "umount": ["mountpoint"], "commit": ["message"],
             "read_file": ["target", "path"], "write_file": ["target", "path"],
