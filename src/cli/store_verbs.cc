@@ -140,9 +140,12 @@ Verb Branches() {
   Verb v;
   v.name = "branches";
   v.cli = "branch";
-  v.help = "List branches with their heads, or delete one";
+  v.help = "List branches with their heads, delete one, or (as fork) create one";
   v.read_only = true;
-  v.args = {{"delete", ArgType::kString, "-d,--delete", "Delete branch NAME", false, true}};
+  v.args = {{"delete", ArgType::kString, "-d,--delete", "Delete branch NAME", false, true},
+            // Git's `branch NEW [START]`: fork.
+            {"new", ArgType::kString, "NEW", "Create branch NEW (as `layerfs fork NEW START`)", false, true},
+            {"start", ArgType::kString, "START", "Where NEW starts (default HEAD)", false, true}};
   v.run = [](Context& ctx, const Args&, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(auto branches, st->Branches());
@@ -160,6 +163,14 @@ Verb Branches() {
     for (const auto& b : r) o.Outf("{} {}\n", b["name"].get<std::string>(), b["commit"].get<std::string>());
   };
   v.from_cli = [](std::string* verb, Args* a) -> Status {
+    if (a->Has("new")) {
+      if (a->Has("delete")) return Status::Invalid("branch takes -d NAME or NEW [START], not both");
+      *verb = "fork";
+      json args = {{"name", a->Str("new")}};
+      if (a->Has("start")) args["from"] = a->Str("start");
+      a->raw() = std::move(args);
+      return Status::Ok();
+    }
     if (a->Has("delete")) {
       *verb = "branch_delete";
       a->raw()["name"] = a->Str("delete");

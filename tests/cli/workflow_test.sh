@@ -83,6 +83,12 @@ lfs show main:big.bin | cmp - "$SRC/big.bin" || fail "show main:big.bin"
 expect_fail show main:no-such-file
 expect_fail show -p main:hello.txt
 [ "$(lfs status -s main)" = "$(lfs status main)" ] || fail "status -s"
+[ "$(lfs branch git-habit "$c1")" = "git-habit $c1" ] || fail "branch NEW START"
+[ "$(lfs branch git-habit2)" = "git-habit2 $(lfs rev-parse main)" ] || fail "branch NEW at HEAD"
+expect_fail branch git-habit
+expect_fail branch -d git-habit git-habit2
+lfs branch -d git-habit && lfs branch -d git-habit2 || fail "branch -d"
+[ -z "$(lfs branch | grep git-habit)" ] || fail "branches left: $(lfs branch)"
 
 # cat
 [ "$(lfs cat main:hello.txt)" = "hello, world" ] || fail "cat main:hello.txt"
