@@ -100,6 +100,8 @@ Verb Commit() {
   v.name = v.cli = "commit";
   v.help = "Commit what was written to a mounted (or unmounted) branch";
   v.args = {kTarget, {"message", ArgType::kString, "-m,--message", "Commit message", true},
+            {"amend", ArgType::kBool, "--amend",
+             "Replace the head Commit (as Git's commit --amend): its parents, its tree with what was written since"},
             // Git's `commit -a` / `-am MSG` out of habit: every change is committed anyway.
             {"all", ArgType::kBool, "-a,--all", "Accepted as in Git; every change is committed anyway", false, true}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
@@ -113,7 +115,7 @@ Verb Commit() {
     if (merging)
       return Status::Errorf(EBUSY, "a merge of {} is in progress in {}: `layerfs merge --continue` commits it, `--abort` ends it",
                             merging->source_label, branch);
-    LFS_ASSIGN(ObjectId id, ws->Commit(a.Str("message")));
+    LFS_ASSIGN(ObjectId id, a.Bool("amend") ? ws->Amend(a.Str("message")) : ws->Commit(a.Str("message")));
     LFS_ASSIGN(auto c, st->GetCommit(id));
     json parents = json::array();
     for (const auto& p : c.parents) parents.push_back(p.Hex());

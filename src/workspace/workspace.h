@@ -190,6 +190,9 @@ class Workspace {
   // as parents; with them or `end_merge` the merge record is deleted in the same batch.
   Result<ObjectId> Commit(const std::string& message, const std::vector<ObjectId>& more_parents = {},
                           bool end_merge = false);
+  // Git's `commit --amend`: the same, but the new Commit takes the place of the head: it has the
+  // head's parents (none for a root), and the branch moves from the head to it.
+  Result<ObjectId> Amend(const std::string& message);
   // Applies a merge's changes in place (ApplyRequest); tells the sink what changed.
   Status Apply(const ApplyRequest& req);
   // The merge record kept with the Workspace (a merge stopped on conflicts), if any.
@@ -227,7 +230,11 @@ class Workspace {
 
  private:
   explicit Workspace(std::unique_ptr<Impl> impl, WorkspaceOptions opts);
-  Result<ObjectId> CommitLocked(const std::string& message, const std::vector<ObjectId>& more_parents, bool end_merge);
+  // Commit and Amend: the Commit under commit_mu_ (CommitLocked), then the data log's collection.
+  Result<ObjectId> Record(const std::string& message, const std::vector<ObjectId>& more_parents, bool end_merge,
+                          bool amend);
+  Result<ObjectId> CommitLocked(const std::string& message, const std::vector<ObjectId>& more_parents, bool end_merge,
+                                bool amend);
   std::unique_ptr<Impl> impl_;
   WorkspaceOptions opts_;
 };

@@ -346,9 +346,16 @@ Result<Workspace::Impl::Built> Workspace::Impl::BuildTrees(const kv::Snapshot* s
 
 Result<ObjectId> Workspace::Commit(const std::string& message, const std::vector<ObjectId>& more_parents,
                                    bool end_merge) {
+  return Record(message, more_parents, end_merge, /*amend=*/false);
+}
+
+Result<ObjectId> Workspace::Amend(const std::string& message) { return Record(message, {}, false, /*amend=*/true); }
+
+Result<ObjectId> Workspace::Record(const std::string& message, const std::vector<ObjectId>& more_parents,
+                                   bool end_merge, bool amend) {
   if (opts_.read_only || impl_->scratch_) return Status::Error(EROFS, "read-only workspace");
   auto* im = impl_.get();
-  Result<ObjectId> r = CommitLocked(message, more_parents, end_merge);
+  Result<ObjectId> r = CommitLocked(message, more_parents, end_merge, amend);
   im->AskAgainForDroppedRefs();
   // Blocks this commit folded into history are gone from the data log's records (DeleteBlocks
   // asked for a collection): the daemon's collector frees their segments after the commit
@@ -361,7 +368,7 @@ Result<ObjectId> Workspace::Commit(const std::string& message, const std::vector
 }
 
 Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::vector<ObjectId>& more_parents,
-                                         bool end_merge) {
+                                         bool end_merge, bool amend) {
   auto* im = impl_.get();
   std::lock_guard cl(im->commit_mu_);
   std::shared_ptr<const kv::Snapshot> snap;
@@ -426,6 +433,10 @@ Result<ObjectId> Workspace::CommitLocked(const std::string& message, const std::
   }
   if (!more_parents.empty() || end_merge) extra.Delete(kv::Cf::kWorkspace, im->keys_.Merge());
   std::vector<ObjectId> parents{base};
+  if (amend) {  // the head's place: its parents
+    LFS_ASSIGN(auto head, im->store_.GetCommit(base));
+    parents = head.parents;
+  }
   parents.insert(parents.end(), more_parents.begin(), more_parents.end());
   LFS_ASSIGN(ObjectId id, im->store_.StageCommit(built.root, parents, message, built.bytes, built.entries, &txn));
   // The Workspace's new base goes into the Commit's own synced batch: one sync per commit, no

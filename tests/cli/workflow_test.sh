@@ -165,6 +165,18 @@ rm "$SRC/feature.txt" "$SRC/feature.bin"
 diff -r --no-dereference "$SRC" "$WORK/out_main" || fail "main export after gc"
 [ "$(lfs gc | head -c 17)" = "deleted 0 objects" ] || fail "second gc should delete nothing"
 
+# commit --amend: the new Commit takes the head's place (its parents, its tree with what was
+# written since); -am MSG is accepted as in Git.
+parent_of() { lfs show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["parents"][0])'; }
+lfs write-file main amend.txt --content one >/dev/null
+ca=$(lfs commit main -am "amend test")
+lfs write-file main amend.txt --content two >/dev/null
+cb=$(lfs commit main --amend -m "amend test, amended")
+[ "$cb" != "$ca" ] && [ "$(lfs rev-parse main)" = "$cb" ] || fail "commit --amend did not move main to a new Commit"
+[ "$(parent_of "$cb")" = "$(parent_of "$ca")" ] || fail "commit --amend: parents $(parent_of "$cb"), not $(parent_of "$ca")"
+[ "$(lfs cat main:amend.txt)" = two ] && [ "$(lfs cat "$ca:amend.txt")" = one ] || fail "commit --amend: content"
+[ "$(lfs log --oneline -n 1 main)" = "${cb:0:12} amend test, amended" ] || fail "commit --amend: log $(lfs log -n 2 main)"
+
 # init --from
 lfs init --from "$SRC" -m "from dir" "$WORK/store2" >"$WORK/init_from"
 LAYERFS_STORE=$WORK/store2 lfs log --json | python3 -c "

@@ -374,10 +374,12 @@ export class Store {
 
   /**
    * Commits what was written to `target` (a mountpoint or a branch, mounted or not) and resolves
-   * with the new Commit's id. Data still in the page cache and in mmaps is included.
+   * with the new Commit's id. Data still in the page cache and in mmaps is included. With
+   * `amend`, the new Commit replaces the head (Git's `commit --amend`): the head's parents, its
+   * tree with what was written since.
    */
-  async commit(target: string | null, message: string): Promise<string> {
-    return (await this.call<CommitResult>("commit", args({ target, message }))).commit;
+  async commit(target: string | null, message: string, opts: { amend?: boolean } = {}): Promise<string> {
+    return (await this.call<CommitResult>("commit", args({ target, message, amend: opts.amend }))).commit;
   }
 
   /** Uncommitted changes of `target`'s Workspace (a mountpoint or a branch). */

@@ -113,8 +113,13 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   assert.ok(Math.abs(log[0].time - Date.now() / 1000) < 3600);
 
   writeFileSync(join(mp, "notes.txt"), "second\n");
+  const c2Part = await s.commit(mp, "edit, in part");
   unlinkSync(join(mp, "src", "a.bin"));
-  const c2 = await s.commit(mp, "edit");
+  // amend: the rest of the edit takes the head's place (Git's commit --amend)
+  const c2 = await s.commit(mp, "edit", { amend: true });
+  assert.notEqual(c2, c2Part);
+  assert.deepEqual((await s.show(c2)).parents, [c1]);
+  assert.equal(await s.revParse("try"), c2);
   const changes = Object.fromEntries((await s.diff(c1, c2)).map((c) => [c.path, c]));
   // A...B: from the merge base of A and B to B.
   assert.deepEqual((await s.diff(`${main.commit}...${c2}`)).map((c) => c.path),

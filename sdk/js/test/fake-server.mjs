@@ -25,7 +25,7 @@ export const ARGS = {
   import: { dir: S, branch: S, message: S, jobs: N },
   mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },
   umount: { mountpoint: S },
-  commit: { target: S, message: S }, status: { target: S, patch: B, paths: L }, reset: { target: S, hard: S },
+  commit: { target: S, message: S, amend: B }, status: { target: S, patch: B, paths: L }, reset: { target: S, hard: S },
   verify: { commits: L, fetch: B },
   remote_list: {}, remote_add: { name: S, url: S, lazy: B }, remote_remove: { name: S },
   push: { remote: S, branches: L, force: B }, fetch: { remote: S }, pull: { remote: S, branch: S },
@@ -306,10 +306,10 @@ export class FakeDaemon {
           ({ mountpoint, branch, commit: m.branches.get(branch), read_only: false, transport: "fake" }));
       case "commit": {
         const br = m.branchOf(a.target);
-        const parent = m.branches.get(br);
-        const c = m.makeCommit([parent], a.message, m.work.get(br));
+        const parents = a.amend ? m.commits.get(m.branches.get(br)).parents : [m.branches.get(br)];
+        const c = m.makeCommit(parents, a.message, m.work.get(br));
         m.branches.set(br, c);
-        return { commit: c, branch: br, parents: [parent] };
+        return { commit: c, branch: br, parents };
       }
       case "status": {
         const br = m.branchOf(a.target);

@@ -45,7 +45,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
               "single_threaded": (bool,), "threads": (bool,), "no_follow_cpu": (bool,)},
     "umount": {"mountpoint": (str,)},
     "mounts": {},
-    "commit": {"target": (str,), "message": (str,)},
+    "commit": {"target": (str,), "message": (str,), "amend": (bool,)},
     "status": {"target": (str,), "patch": (bool,), "paths": (list,)},
     "reset": {"target": (str,), "hard": (str,)},
     "stats": {},
@@ -383,10 +383,12 @@ class FakeDaemon:
                     for mp, b in sorted(m.mounts.items())]
         if verb == "commit":
             b = m.branch_of(a.get("target"))
-            parent = m.branches[b]
-            cid = m._make_commit([parent], a["message"], m.work[b])
+            parents = [m.branches[b]]
+            if a.get("amend"):
+                parents = m.commits[parents[0]]["parents"]
+            cid = m._make_commit(parents, a["message"], m.work[b])
             m.branches[b] = cid
-            return {"commit": cid, "branch": b, "parents": [parent]}
+            return {"commit": cid, "branch": b, "parents": parents}
         if verb == "status":
             b = m.branch_of(a.get("target"))
             st = {"branch": b, "changes": m.changes(m.trees[m.branches[b]], m.work[b]), "conflicts": []}

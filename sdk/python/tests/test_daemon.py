@@ -85,8 +85,11 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
             s.rev_parse("nosuch")
 
         (mp / "notes.txt").write_text("second\n")
+        c2_part = s.commit(str(mp), "edit, in part")
         os.unlink(mp / "src" / "a.bin")
-        c2 = s.commit(str(mp), "edit")
+        # amend: the rest of the edit takes the head's place (Git's commit --amend)
+        c2 = s.commit(str(mp), "edit", amend=True)
+        assert c2 != c2_part and s.show(c2).parents == [c1] and s.rev_parse("try") == c2
         changes = {c.path: c for c in s.diff(c1, c2)}
         # A...B: from the merge base of A and B (c1, on this straight line) to B.
         assert [(c.path, c.change) for c in s.diff(f"{root}...{c2}")] == [

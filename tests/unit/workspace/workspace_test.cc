@@ -97,6 +97,40 @@ TEST_F(WorkspaceTest, WriteCommitReadBack) {
   EXPECT_EQ(info->files, 3u);
 }
 
+// Git's commit --amend: the new Commit has the head's parents and the head's tree with what was
+// written since; the branch moves from the head to it, and the head stays readable in history.
+TEST_F(WorkspaceTest, AmendReplacesTheHead) {
+  auto root = store_->BranchHead("main");
+  ASSERT_TRUE(root.ok() && root->has_value());
+  Ino b = Create(kRootIno, "b.txt", "world");
+  auto c1 = ws_->Commit("one");
+  ASSERT_TRUE(c1.ok());
+  ASSERT_TRUE(ws_->Write(b, 0, "W").ok());
+  Create(kRootIno, "c.txt", "new");
+  auto c2 = ws_->Amend("one, amended");
+  ASSERT_TRUE(c2.ok()) << c2.status().message();
+  EXPECT_NE(*c2, *c1);
+  auto info = store_->GetCommit(*c2);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->parents, std::vector<ObjectId>{**root});
+  EXPECT_EQ(info->message, "one, amended");
+  EXPECT_EQ(Cat(*c2, "b.txt"), "World");
+  EXPECT_EQ(Cat(*c2, "c.txt"), "new");
+  EXPECT_EQ(Cat(*c1, "b.txt"), "world");
+  EXPECT_EQ(**store_->BranchHead("main"), *c2);
+  auto changes = ws_->Changes();
+  ASSERT_TRUE(changes.ok());
+  EXPECT_TRUE(changes->empty());
+  // Amending with nothing written changes only the message, and keeps the parents.
+  auto c3 = ws_->Amend("again");
+  ASSERT_TRUE(c3.ok());
+  EXPECT_EQ(store_->GetCommit(*c3)->root, info->root);
+  EXPECT_EQ(store_->GetCommit(*c3)->parents, std::vector<ObjectId>{**root});
+  auto c4 = ws_->Commit("two");
+  ASSERT_TRUE(c4.ok());
+  EXPECT_EQ(store_->GetCommit(*c4)->parents, std::vector<ObjectId>{*c3});
+}
+
 TEST_F(WorkspaceTest, ErrnosMatchPosix) {
   Ino d = ws_->Mkdir(kRootIno, "d", 0755, {})->ino;
   Create(d, "f", "x");

@@ -394,8 +394,8 @@ def _target(t: str | os.PathLike[str] | None) -> str | None:
     return t
 
 
-def commit(target: str | os.PathLike[str] | None, message: str) -> Call[CommitResult]:
-    return Call("commit", _args(target=_target(target), message=message), CommitResult.from_json)
+def commit(target: str | os.PathLike[str] | None, message: str, amend: bool = False) -> Call[CommitResult]:
+    return Call("commit", _args(target=_target(target), message=message, amend=amend), CommitResult.from_json)
 
 
 def status(target: str | os.PathLike[str] | None, patch: bool = False,

@@ -268,9 +268,9 @@ class AsyncStore:
         """The daemon's live mounts (see ``Store.mounts``)."""
         return await self._run(_core.mounts())
 
-    async def commit(self, target: PathArg | None, message: str) -> str:
+    async def commit(self, target: PathArg | None, message: str, amend: bool = False) -> str:
         """Commits ``target`` and returns the new Commit's id (see ``Store.commit``)."""
-        return (await self._run(_core.commit(target, message))).commit
+        return (await self._run(_core.commit(target, message, amend))).commit
 
     async def status(self, target: PathArg | None = None, patch: bool = False,
                      paths: Sequence[str] | None = None) -> WorkspaceStatus:

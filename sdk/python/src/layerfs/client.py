@@ -313,10 +313,12 @@ class Store:
         """The daemon's live mounts."""
         return self._run(_core.mounts())
 
-    def commit(self, target: PathArg | None, message: str) -> str:
+    def commit(self, target: PathArg | None, message: str, amend: bool = False) -> str:
         """Commits what was written to ``target`` (a mountpoint or a branch, mounted or not) and
-        returns the new Commit's id. Data still in the page cache and in mmaps is included."""
-        return self._run(_core.commit(target, message)).commit
+        returns the new Commit's id. Data still in the page cache and in mmaps is included. With
+        ``amend``, the new Commit replaces the head (Git's ``commit --amend``): the head's parents,
+        its tree with what was written since."""
+        return self._run(_core.commit(target, message, amend)).commit
 
     def status(self, target: PathArg | None = None, patch: bool = False,
                paths: Sequence[str] | None = None) -> WorkspaceStatus:
