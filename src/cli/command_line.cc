@@ -82,7 +82,6 @@ std::optional<std::string> UnknownVerb(const std::vector<std::string>& argv) {
       {"stage", "there is no staging area: `layerfs commit` records every change of the Workspace"},
       {"checkout", "a branch is worked on where it is mounted (`layerfs mount BRANCH DIR`); a new one is `layerfs fork NEW FROM`"},
       {"switch", "a branch is worked on where it is mounted (`layerfs mount BRANCH DIR`); a new one is `layerfs fork NEW FROM`"},
-      {"restore", "`layerfs reset` discards uncommitted changes; `layerfs cat COMMIT:PATH > PATH` brings back one file"},
       {"stash", "fork a branch and commit there (`layerfs fork NEW`), or discard with `layerfs reset`"},
       {"tag", "a branch names a Commit: `layerfs fork NAME COMMIT`"},
       {"rebase", "`layerfs cherry-pick` applies a Commit's change onto a branch"},

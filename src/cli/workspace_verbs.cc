@@ -227,10 +227,41 @@ Verb Reset() {
   return v;
 }
 
+// Git's `restore [--source REF] PATH...`: those paths of the working tree back as a Commit has them.
+Verb Restore() {
+  Verb v;
+  v.name = v.cli = "restore";
+  v.ref_args = {"source"};
+  v.destructive = true;
+  v.help = "Bring PATHs of a Workspace back as a Commit (default: its head) has them; new files stay";
+  v.args = {{"paths", ArgType::kStrings, "PATH,--path",
+             "Files or directories (relative to the working directory in a mount, as Git reads them)", true},
+            {"source", ArgType::kString, "-s,--source", "The Commit to take them from (default: the head)"},
+            {"target", ArgType::kString, "--target", "Branch, or a mountpoint of one (default: the mount here)"}};
+  v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    std::string mp;
+    LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
+    LFS_TRY(SettleMount(ctx, branch, mp));
+    LFS_ASSIGN(Store * st, ctx.GetStore());
+    LFS_ASSIGN(auto paths, ctx.TreePaths(a.Strings("paths")));
+    LFS_ASSIGN(auto* reg, ctx.Workspaces());
+    LFS_ASSIGN(auto ws, reg->Get(branch));
+    ObjectId source = ws->base_commit();
+    if (a.Has("source")) {
+      LFS_ASSIGN(source, st->Resolve(a.Str("source")));
+    }
+    LFS_ASSIGN(auto restored, ws->Restore(source, paths));
+    *result = {{"branch", branch}, {"source", source.Hex()}, {"restored", ChangesJson(restored)}};
+    return Status::Ok();
+  };
+  v.text = [](const Args&, const json&, Output&) {};  // as git restore: nothing on success
+  return v;
+}
+
 }  // namespace
 
 void AddWorkspaceVerbs(std::vector<Verb>* out) {
-  for (auto& v : {Mount(), Umount(), Mounts(), Commit(), StatusVerb(), Reset()}) out->push_back(v);
+  for (auto& v : {Mount(), Umount(), Mounts(), Commit(), StatusVerb(), Reset(), Restore()}) out->push_back(v);
 }
 
 }  // namespace layerfs::cli

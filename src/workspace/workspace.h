@@ -128,6 +128,9 @@ struct ApplyRequest {
   std::function<Status(kv::Batch*)> publish;
   // Set: the merge record to keep with the Workspace (empty string: delete it).
   std::optional<std::string> merge_record;
+  // The Commit the entries come from, whose directory a forced path puts back whole where the
+  // user removed one on the way (default: new_base, else the base); Restore from another Commit.
+  std::optional<ObjectId> source;
 };
 
 struct WorkspaceOptions {
@@ -218,6 +221,14 @@ class Workspace {
   // files and working directories (a remount left those on a detached mount). The kernel is told
   // through the invalidation sink.
   Status ResetInPlace(const std::optional<ObjectId>& to);
+  // Git's `restore [--source REF] PATH...`: every path at or below one of `under` ("" is the root)
+  // that differs from Commit `source` gets source's entry through Apply (forced; in place, as
+  // ResetInPlace), whether the change was written or committed since; paths source does not have
+  // (new files) are kept, as Git keeps untracked ones. From the head (`source` the base) the
+  // restored paths are committed state again; from another Commit they become uncommitted
+  // changes. ENOENT if one of `under` is not in source. Returns what was restored (before: the
+  // Workspace's entry, after: source's).
+  Result<std::vector<DiffEntry>> Restore(const ObjectId& source, const std::vector<std::string>& under);
 
   const std::string& branch() const { return opts_.branch; }
   bool read_only() const { return opts_.read_only; }

@@ -299,7 +299,7 @@ Status Applier::Run(std::vector<Notice>* notices) {
   if (im_->base_ != req_.expected_base)
     return Status::Errorf(EAGAIN, "the workspace moved to {} meanwhile", im_->base_.Hex().substr(0, 12));
   {
-    LFS_ASSIGN(auto c, im_->store_.GetCommit(req_.new_base ? *req_.new_base : im_->base_));
+    LFS_ASSIGN(auto c, im_->store_.GetCommit(req_.source ? *req_.source : req_.new_base ? *req_.new_base : im_->base_));
     target_root_ = c.root;
   }
   const auto acting = Acting();
@@ -501,6 +501,41 @@ Status Workspace::ResetInPlace(const std::optional<ObjectId>& to) {
   LFS_ASSIGN(const std::optional<ObjectId> head, store.BranchHead(opts_.branch));
   if (to) req.publish = [&](kv::Batch* b) { return store.UpdateBranch(opts_.branch, head, target, b); };
   return Apply(req);
+}
+
+Result<std::vector<DiffEntry>> Workspace::Restore(const ObjectId& source, const std::vector<std::string>& under) {
+  if (opts_.read_only || impl_->scratch_) return Status::Error(EROFS, "read-only workspace");
+  Store& store = impl_->store_;
+  for (const auto& u : under) {
+    if (u.empty()) continue;  // the root
+    auto e = store.Lookup(source, u);
+    if (e.ok()) continue;
+    if (e.status().code() != ENOENT && e.status().code() != ENOTDIR) return e.status();
+    return Status::NotFound(fmt::format("{}: not in {}", u, source.Hex().substr(0, 12)));
+  }
+  auto selected = [&](const std::string& path) {
+    for (const auto& u : under)
+      if (u.empty() || path == u || (path.size() > u.size() && path.compare(0, u.size(), u) == 0 && path[u.size()] == '/'))
+        return true;
+    return false;
+  };
+  const ObjectId base = base_commit();
+  // From source's tree to the Workspace's: each path's `before` is what source has.
+  LFS_ASSIGN(auto changes, Changes(source));
+  std::map<std::string, DiffEntry, decltype(&WalkOrder)> paths(&WalkOrder);
+  for (auto& c : changes)
+    if (c.before && selected(c.path)) paths[c.path] = DiffEntry{c.path, c.change, std::move(c.after), std::move(c.before)};
+  std::vector<DiffEntry> restored;
+  if (paths.empty()) return restored;
+  ApplyRequest req;
+  for (auto& [path, d] : paths) req.diff.push_back(d);
+  req.expected_base = base;
+  req.force = true;
+  if (source == base) req.new_base = base;  // back to committed state
+  else req.source = source;
+  LFS_TRY(Apply(req));
+  for (auto& [path, d] : paths) restored.push_back(std::move(d));
+  return restored;
 }
 
 Result<std::optional<std::string>> Workspace::MergeRecord() {

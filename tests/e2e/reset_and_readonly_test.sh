@@ -63,6 +63,37 @@ c3=$(lfs commit "$M" -m three)
 lfs log --json main | python3 -c "import json,sys; l=json.load(sys.stdin); assert l[0]['parents']==['$c1'], l[0]" ||
   fail "commit after reset --hard is not on $c1"
 
+# restore, as git restore: PATHs back as the head (or --source REF) has them, in place; files the
+# source does not have stay. Paths are relative to the working directory in the mount.
+printf 'scratch\n' >"$M/file"
+chmod 600 "$M/file"
+rm "$M/dir/a"
+printf 'kept\n' >"$M/dir/new"
+(cd "$M/dir" && lfs restore a)
+[ "$(cat "$M/dir/a")" = "in dir" ] || fail "restore a in dir/"
+[ "$(cat "$M/file")" = scratch ] || fail "restore of dir/a touched file"
+(cd "$M" && lfs restore file)
+[ "$(cat "$M/file")" = v3 ] && [ "$(stat -c %a "$M/file")" = 644 ] || fail "restore file: $(cat "$M/file") $(stat -c %a "$M/file")"
+[ "$(cat "$M/dir/new")" = kept ] || fail "restore dropped a file the head does not have"
+[ "$(lfs status "$M")" = "$(printf 'A\tdir/new')" ] || fail "status after restore: $(lfs status "$M")"
+rm -r "$M/dir"
+lfs restore --target "$M" dir
+[ "$(cat "$M/dir/a")" = "in dir" ] && [ ! -e "$M/dir/new" ] || fail "restore of a removed directory: $(ls "$M/dir")"
+[ -z "$(lfs status "$M")" ] || fail "status after restoring dir: $(lfs status "$M")"
+# From another Commit the restored paths are uncommitted changes.
+(cd "$M" && lfs restore --source "$c2" file second)
+[ "$(cat "$M/file")" = v2 ] && [ "$(cat "$M/second")" = new ] || fail "restore --source $c2"
+[ "$(lfs status "$M" | sort | tr '\n' ' ')" = "$(printf 'A\tsecond M\tfile ')" ] || fail "status after restore --source: $(lfs status "$M")"
+lfs restore --json --target "$M" --source "$c2" file | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["branch"] == "main" and r["restored"] == [], r' || fail "restore of a path already as the source has it"
+(cd "$M" && expect_fail restore nosuch)
+grep -q "nosuch: not in" "$WORK/stderr" || fail "restore of a path the head lacks: $(cat "$WORK/stderr")"
+(cd "$WORK" && expect_fail restore file)
+lfs reset "$M" >/dev/null
+[ -z "$(lfs status "$M")" ] && [ "$(cat "$M/file")" = v3 ] || fail "reset after restore --source"
+
 # A commit id mounts read-only.
 out=$(mnt "$c2" "$R")
 case "$out" in *"(read-only)"*) ;; *) fail "mount of a commit did not say read-only: $out" ;; esac

@@ -392,6 +392,16 @@ export class Store {
     return this.call("reset", args({ target, hard: opts.hard }));
   }
 
+  /**
+   * Brings `paths` (files or directories) of `target`'s Workspace back as `source` (default: its
+   * head Commit) has them, as `git restore`: changed and removed files come back; files `source`
+   * does not have stay. Resolves with what was restored.
+   */
+  async restore(target: string | null, paths: string[], opts: { source?: string } = {}): Promise<Change[]> {
+    const r = await this.call<{ restored: Change[] }>("restore", args({ target, paths, source: opts.source }));
+    return r.restored;
+  }
+
   // -- whole Store -------------------------------------------------------------------------------
 
   /** Allocated bytes (payload / metadata / other), objects, chain depths (`stats --json`). */

@@ -120,6 +120,16 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   assert.notEqual(c2, c2Part);
   assert.deepEqual((await s.show(c2)).parents, [c1]);
   assert.equal(await s.revParse("try"), c2);
+  // restore: paths back as the head (or a source Commit) has them, in place.
+  writeFileSync(join(mp, "notes.txt"), "scribble\n");
+  assert.deepEqual((await s.restore(mp, ["notes.txt"])).map((c) => `${c.change} ${c.path}`), ["M notes.txt"]);
+  assert.equal(readFileSync(join(mp, "notes.txt"), "utf8"), "second\n");
+  assert.deepEqual((await s.status(mp)).changes, []);
+  await s.restore(mp, ["src/a.bin"], { source: c1 });
+  assert.deepEqual(readFileSync(join(mp, "src", "a.bin")), payload);
+  assert.deepEqual((await s.status(mp)).changes.map((c) => `${c.change} ${c.path}`), ["A src/a.bin"]);
+  await assert.rejects(s.restore(mp, ["nosuch"]), layerfs.NotFound);
+  await s.reset(mp);
   const changes = Object.fromEntries((await s.diff(c1, c2)).map((c) => [c.path, c]));
   // A...B: from the merge base of A and B to B.
   assert.deepEqual((await s.diff(`${main.commit}...${c2}`)).map((c) => c.path),
@@ -259,7 +269,7 @@ const METHODS = {
   branches: "branches", fork: "fork", branch_delete: "branchDelete", log: "log", rev_parse: "revParse", show: "show",
   diff: "diff", cat: "cat",
   export: "export", import: "importDir", mount: "mount", umount: "umount", mounts: "mounts", commit: "commit",
-  status: "status", reset: "reset", stats: "stats", verify: "verify", gc: "gc", read_file: "readFile",
+  status: "status", reset: "reset", restore: "restore", stats: "stats", verify: "verify", gc: "gc", read_file: "readFile",
   write_file: "writeFile", list_dir: "listDir", remove_path: "removePath", merge: "merge", cherry_pick: "cherryPick",
   revert: "revert", remote_list: "remoteList", remote_add: "remoteAdd", remote_remove: "remoteRemove", push: "push",
   fetch: "fetch", pull: "pull", clone: "clone",

@@ -26,6 +26,7 @@ export const ARGS = {
   mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },
   umount: { mountpoint: S },
   commit: { target: S, message: S, amend: B }, status: { target: S, patch: B, paths: L }, reset: { target: S, hard: S },
+  restore: { target: S, paths: L, source: S },
   verify: { commits: L, fetch: B },
   remote_list: {}, remote_add: { name: S, url: S, lazy: B }, remote_remove: { name: S },
   push: { remote: S, branches: L, force: B }, fetch: { remote: S }, pull: { remote: S, branch: S },
@@ -42,7 +43,7 @@ export const REQUIRED = {
   fork: ["name"], branch_delete: ["name"], rev_parse: ["ref"], cat: ["commit", "path"],
   export: ["commit", "dir"], import: ["dir"], mount: ["ref", "mountpoint"], umount: ["mountpoint"],
   commit: ["message"], read_file: ["target", "path"], write_file: ["target", "path"], list_dir: ["target"],
-  remove_path: ["target", "path"], remote_add: ["name", "url"], remote_remove: ["name"],
+  remove_path: ["target", "path"], remote_add: ["name", "url"], remote_remove: ["name"], restore: ["paths"],
   clone: ["store", "url"],
 };
 const ERRNO = { ENOENT: 2, EEXIST: 17, EBUSY: 16, EINVAL: 22, EIO: 5 };

@@ -48,6 +48,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "commit": {"target": (str,), "message": (str,), "amend": (bool,)},
     "status": {"target": (str,), "patch": (bool,), "paths": (list,)},
     "reset": {"target": (str,), "hard": (str,)},
+    "restore": {"target": (str,), "paths": (list,), "source": (str,)},
     "stats": {},
     "verify": {"commits": (list,), "fetch": (bool,)},
     "gc": {},
@@ -66,7 +67,7 @@ REQUIRED = {"fork": ["name"], "branch_delete": ["name"], "rev_parse": ["ref"],
             "mount": ["ref", "mountpoint"], "umount": ["mountpoint"], "commit": ["message"],
             "read_file": ["target", "path"], "write_file": ["target", "path"],
             "list_dir": ["target"], "remove_path": ["target", "path"],
-            "remote_add": ["name", "url"], "remote_remove": ["name"],
+            "remote_add": ["name", "url"], "remote_remove": ["name"], "restore": ["paths"],
             "clone": ["store", "url"]}
 ERRNO = {"ENOENT": 2, "EEXIST": 17, "EBUSY": 16, "EINVAL": 22, "EISDIR": 21, "ENOTDIR": 20,
          "NOT_FAST_FORWARD": 0, "PROTOCOL": 0, "EIO": 5, "CONFLICT": 0}

@@ -90,6 +90,18 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         # amend: the rest of the edit takes the head's place (Git's commit --amend)
         c2 = s.commit(str(mp), "edit", amend=True)
         assert c2 != c2_part and s.show(c2).parents == [c1] and s.rev_parse("try") == c2
+        # restore: paths back as the head (or a source Commit) has them, in place.
+        (mp / "notes.txt").write_text("scribble\n")
+        assert [(c.path, c.change) for c in s.restore(mp, ["notes.txt"])] == [("notes.txt", "M")]
+        assert (mp / "notes.txt").read_text() == "second\n" and s.status(mp).changes == []
+        assert s.restore(mp, ["notes.txt"]) == []
+        s.restore(mp, ["src/a.bin"], source=c1)  # from c1: an uncommitted change against the head
+        assert (mp / "src" / "a.bin").read_bytes() == payload
+        assert [(c.path, c.change) for c in s.status(mp).changes] == [("src/a.bin", "A")]
+        with pytest.raises(layerfs.NotFound):
+            s.restore(mp, ["nosuch"])
+        s.reset(mp)
+        assert not (mp / "src" / "a.bin").exists()
         changes = {c.path: c for c in s.diff(c1, c2)}
         # A...B: from the merge base of A and B (c1, on this straight line) to B.
         assert [(c.path, c.change) for c in s.diff(f"{root}...{c2}")] == [
@@ -263,7 +275,7 @@ def test_a_store_held_by_another_process_is_busy(real_store: Path) -> None:
 METHODS = {"branches": "branches", "fork": "fork", "branch_delete": "branch_delete", "log": "log",
            "rev_parse": "rev_parse", "show": "show",
            "diff": "diff", "cat": "cat", "export": "export", "import": "import_dir", "mount": "mount",
-           "umount": "umount", "mounts": "mounts", "commit": "commit", "status": "status", "reset": "reset",
+           "umount": "umount", "mounts": "mounts", "commit": "commit", "status": "status", "reset": "reset", "restore": "restore",
            "stats": "stats", "verify": "verify", "gc": "gc", "read_file": "read_file", "write_file": "write_file",
            "list_dir": "list_dir", "remove_path": "remove_path", "merge": "merge", "cherry_pick": "cherry_pick",
            "revert": "revert", "remote_list": "remote_list", "remote_add": "remote_add",

@@ -407,6 +407,16 @@ def reset(target: str | os.PathLike[str] | None, hard: str | None) -> Call[Reset
     return Call("reset", _args(target=_target(target), hard=hard), ResetResult.from_json)
 
 
+def restore(target: str | os.PathLike[str] | None, paths: Sequence[str], source: str | None) -> Call[list[Change]]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not paths:
+        raise errors.make_error("EINVAL", "restore: name at least one path")
+    parse = _list(Change)
+    return Call("restore", _args(target=_target(target), paths=_paths(paths), source=source),
+                lambda r: parse(r["restored"] if isinstance(r, dict) else r))
+
+
 def stats() -> Call[Stats]:
     return Call("stats", {}, lambda r: cast(Stats, _dict(r)))
 

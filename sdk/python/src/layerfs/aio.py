@@ -281,6 +281,10 @@ class AsyncStore:
         """Discards changes, or moves the branch with ``hard`` (see ``Store.reset``)."""
         return await self._run(_core.reset(target, hard))
 
+    async def restore(self, target: PathArg | None, paths: Sequence[str], source: str | None = None) -> list[Change]:
+        """Brings paths back as a Commit has them (see ``Store.restore``)."""
+        return await self._run(_core.restore(target, paths, source))
+
     async def stats(self) -> Stats:
         """Space and chain statistics (see ``Store.stats``)."""
         return await self._run(_core.stats())

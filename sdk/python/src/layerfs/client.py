@@ -331,6 +331,12 @@ class Store:
         to REF."""
         return self._run(_core.reset(target, hard))
 
+    def restore(self, target: PathArg | None, paths: Sequence[str], source: str | None = None) -> list[Change]:
+        """Brings ``paths`` (files or directories) of ``target``'s Workspace back as ``source``
+        (default: its head Commit) has them, as ``git restore``: changed and removed files come
+        back; files ``source`` does not have stay. Returns what was restored."""
+        return self._run(_core.restore(target, paths, source))
+
     # -- whole Store -----------------------------------------------------------------------------
 
     def stats(self) -> Stats:
