@@ -40,8 +40,9 @@ constexpr auto kDetachGrace = std::chrono::seconds(3);
 void Init(void* userdata, fuse_conn_info* conn) noexcept {
   // Off: atomic_o_trunc (the kernel sends O_TRUNC as setattr), handle_killpriv (v1; the transport
   // asks for v2 instead: the kernel flags the writes and setattrs that must clear setuid/setgid,
-  // and stops asking for security.capability before every write), writeback cache (the kernel would own O_APPEND and file size), splice reads
-  // (writes are copied into memory anyway), remote locks (the kernel keeps them locally).
+  // and stops asking for security.capability before every write), writeback cache (measured and
+  // not taken: Adapter::writeback), splice reads (writes are copied into memory anyway), remote
+  // locks (the kernel keeps them locally).
   conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_WRITEBACK_CACHE |
                   FUSE_CAP_SPLICE_READ | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_DONT_MASK);
   // No splice writes: every data-log block is read into memory and checked against its
@@ -49,6 +50,7 @@ void Init(void* userdata, fuse_conn_info* conn) noexcept {
   const unsigned on = FUSE_CAP_READDIRPLUS | FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_CACHE_SYMLINKS |
                       FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS;
   conn->want |= conn->capable & on;
+  if (static_cast<Adapter*>(userdata)->writeback) conn->want |= conn->capable & FUSE_CAP_WRITEBACK_CACHE;
   conn->max_write = kMaxWrite;
   conn->max_readahead = kMaxReadahead;
   conn->time_gran = 1;
@@ -286,6 +288,7 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
   if (const char* t = getenv("LAYERFS_FUSE_TIMEOUT")) st.ad->timeout = std::max(0.0, atof(t));
   st.ad->keep_cache_writers = !EnvIs("LAYERFS_FUSE_KEEP_CACHE", "0");
   st.ad->cache_dirs = !EnvIs("LAYERFS_FUSE_CACHE_DIR", "0");
+  st.ad->writeback = EnvIs("LAYERFS_FUSE_WRITEBACK", "1");
   st.ad->mountpoint = real;
   st.multithreaded = o.multithreaded;
 

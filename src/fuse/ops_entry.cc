@@ -94,7 +94,7 @@ int DoSetAttr(fuse_req_t req, fuse_ino_t ino, const struct stat* attr, int to_se
     if (to_set & FUSE_SET_ATTR_MTIME_NOW) ch.mtime = now;
     else if (to_set & FUSE_SET_ATTR_MTIME) ch.mtime = attr->st_mtim;
   }
-  // FUSE_SET_ATTR_CTIME (writeback cache only) is the Workspace's to maintain.
+  if (to_set & FUSE_SET_ATTR_CTIME) ch.ctime = attr->st_ctim;  // the kernel's, under writeback cache
   if (UringTransport::KillSuidgidAsked()) ch.kill_suidgid = CallerOf(req);
   auto a = Ctx(req, Op::kSetattr).ws->SetAttr(ino, ch);
   if (!a.ok()) return Errno(a.status());

@@ -69,6 +69,9 @@ struct Adapter {
   // let the kernel cache directory listings.
   bool keep_cache_writers = true;
   bool cache_dirs = true;
+  // LAYERFS_FUSE_WRITEBACK=1: the kernel's writeback cache, measured and not taken (docs/design.md,
+  // "Speed of real work": slower random writes, SEEK_DATA and st_blocks wrong while pages are dirty).
+  bool writeback = false;
   // Requests served, per operation (Mount::RequestCounts): one relaxed increment per request.
   std::array<std::atomic<uint64_t>, kOpCount> requests{};
   void Count(Op op) { requests[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed); }

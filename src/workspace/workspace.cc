@@ -982,7 +982,7 @@ Result<Attr> Workspace::SetAttr(Ino ino, const AttrChange& ch) {
   if (ch.atime) n.atime = *ch.atime;
   if (ch.mtime) n.mtime = *ch.mtime;
   if (ch.kill_suidgid && !n.is_dir()) n.perm = KillSuidgid(n.perm, n.gid, *ch.kill_suidgid);
-  n.ctime = now;
+  n.ctime = ch.ctime ? *ch.ctime : now;
   impl_->Put(&b, n);
   impl_->MarkDirty(&b, ino);
   LFS_TRY(impl_->Write(b));

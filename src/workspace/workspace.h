@@ -70,6 +70,7 @@ struct AttrChange {
   std::optional<uint32_t> uid, gid;
   std::optional<uint64_t> size;
   std::optional<timespec> atime, mtime;
+  std::optional<timespec> ctime;  // else now (the kernel sends its own under writeback cache)
   // Set: clear setuid/setgid as a change by this caller without CAP_FSETID does (the kernel
   // asks for it under FUSE_HANDLE_KILLPRIV_V2; KillSuidgid).
   std::optional<Caller> kill_suidgid;

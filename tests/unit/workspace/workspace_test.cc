@@ -97,6 +97,27 @@ TEST_F(WorkspaceTest, WriteCommitReadBack) {
   EXPECT_EQ(info->files, 3u);
 }
 
+// A SETATTR may carry a ctime (the kernel's own, under its writeback cache); else it is now.
+TEST_F(WorkspaceTest, SetAttrTakesAGivenCtimeElseNow) {
+  Ino f = Create(kRootIno, "f", "x");
+  AttrChange ch;
+  ch.mtime = timespec{1000, 5};
+  ch.ctime = timespec{2000, 7};
+  auto a = ws_->SetAttr(f, ch);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->mtime.tv_sec, 1000);
+  EXPECT_EQ(a->ctime.tv_sec, 2000);
+  EXPECT_EQ(a->ctime.tv_nsec, 7);
+  AttrChange mode;
+  mode.mode = 0600;
+  const time_t before = time(nullptr);
+  a = ws_->SetAttr(f, mode);
+  ASSERT_TRUE(a.ok());
+  EXPECT_GE(a->ctime.tv_sec, before);
+  EXPECT_EQ(a->mtime.tv_sec, 1000);
+  EXPECT_EQ(ws_->GetAttr(f)->ctime.tv_sec, a->ctime.tv_sec);
+}
+
 // Git's commit --amend: the new Commit has the head's parents and the head's tree with what was
 // written since; the branch moves from the head to it, and the head stays readable in history.
 TEST_F(WorkspaceTest, AmendReplacesTheHead) {
