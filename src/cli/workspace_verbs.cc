@@ -105,6 +105,9 @@ Verb Commit() {
             // Git's `commit -a` / `-am MSG` out of habit: every change is committed anyway.
             {"all", ArgType::kBool, "-a,--all", "Accepted as in Git; every change is committed anyway", false, true}};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
+    // As Git: a message of nothing but white space aborts the commit.
+    if (a.Str("message").find_first_not_of(" \t\r\n") == std::string::npos)
+      return Status::Invalid("empty commit message: say what changed with -m MESSAGE");
     std::string mp;
     LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
     LFS_TRY(SettleMount(ctx, branch, mp));

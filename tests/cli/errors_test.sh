@@ -26,6 +26,11 @@ before=$(store_state)
 
 # init on an existing store
 expect_fail init "$LAYERFS_STORE"
+# an empty commit message, as Git: refused before anything is written
+expect_fail commit -m ""
+grep -qF "layerfs: empty commit message" "$WORK/stderr" || fail "empty message: $(cat "$WORK/stderr")"
+expect_fail commit -m $' \n\t'
+expect_fail commit --amend -m ""
 # a word that is no verb is named; Git's verbs without a counterpart say what to do instead
 expect_fail comit -m x
 grep -qF "'comit' is not a layerfs command (\`layerfs --help\` lists them)" "$WORK/stderr" || fail "unknown verb: $(cat "$WORK/stderr")"
