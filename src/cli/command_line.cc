@@ -129,6 +129,9 @@ CommandLine ParseCommandLine(const std::vector<std::string>& argv_in, Output& ou
   CLI::App app{"layerfs: a versioned filesystem for agent workspaces", "layerfs"};
   app.require_subcommand(1);
   app.add_option("--store", cl.store, "Store directory (default: $LAYERFS_STORE)");
+  // Taken before the parse (front::ChangeDirs), listed here for --help.
+  std::string listed_only;
+  app.add_option("-C", listed_only, "Run as if started in DIR (as git -C); before the verb")->type_name("DIR");
   std::deque<Slots> slots;
   std::vector<std::pair<CLI::App*, const Verb*>> subs;
   std::map<std::string, CLI::App*> by_cli;

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   auto helper = FromMountHelper(args);
   if (!helper.ok()) return Fail(helper.status().message(), 2);
   if (*helper) args = std::move(**helper);
+  if (std::string refusal = front::ChangeDirs(&args); !refusal.empty()) return Fail(refusal, 2);
   cli::StdOutput o;
   cli::CommandLine cl = cli::ParseCommandLine(args, o);
   if (cl.exit >= 0) return cl.exit;

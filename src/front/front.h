@@ -51,6 +51,11 @@ std::string StoreOfMount(const std::string& path, std::string* mountpoint = null
 std::string ResolveStore(const std::string& store_option, const char* store_env, const std::vector<std::string>& args,
                          const std::string& cwd, bool init);
 
+// Git's `-C DIR` before the verb (among `--store S` and other `-C`s): each changes the working
+// directory, relative to the one before, and leaves `args`, so the command runs as if started in
+// DIR. Empty on success; else why not (no such directory), with `args` as given.
+std::string ChangeDirs(std::vector<std::string>* args);
+
 // The --store value of a command line as the CLI's parser reads it before the verb (`--store S`
 // or `--store=S`); empty if absent. The daemon checks it against its own parse.
 std::string StoreOption(const std::vector<std::string>& args);

@@ -133,6 +133,16 @@ class Lines {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   if (layerfs::front::IsMountHelperForm(args)) ExecFull(argv);
+  // `-C DIR` is taken here: the full CLI, if it runs, gets the rest in DIR.
+  const std::string refusal = layerfs::front::ChangeDirs(&args);
+  if (!refusal.empty()) {
+    fprintf(stderr, "layerfs: %s\n", refusal.c_str());
+    return 2;
+  }
+  std::vector<char*> rest;
+  for (auto& s : args) rest.push_back(s.data());
+  rest.push_back(nullptr);
+  argv = rest.data();
   char cwd_buf[PATH_MAX];
   const std::string cwd = getcwd(cwd_buf, sizeof cwd_buf) ? cwd_buf : "/";
   const char* store_env = getenv("LAYERFS_STORE");

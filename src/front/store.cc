@@ -1,6 +1,8 @@
 // Finding the Store of a command line, shared by the front and the full CLI (front.h).
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -96,6 +98,24 @@ std::string StoreOption(const std::vector<std::string>& args) {
     }
   }
   return store;
+}
+
+std::string ChangeDirs(std::vector<std::string>* args) {
+  std::vector<std::string>& a = *args;
+  for (size_t i = 1; i < a.size();) {
+    if (a[i] == "--store") {
+      i += 2;
+    } else if (a[i] == "-C" && i + 1 < a.size()) {
+      if (chdir(a[i + 1].c_str()) != 0)
+        return "cannot change to '" + a[i + 1] + "': " + strerror(errno);
+      a.erase(a.begin() + static_cast<long>(i), a.begin() + static_cast<long>(i) + 2);
+    } else if (a[i].empty() || a[i][0] != '-') {
+      break;  // the verb
+    } else {
+      i++;
+    }
+  }
+  return "";
 }
 
 }  // namespace layerfs::front

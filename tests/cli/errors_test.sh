@@ -26,6 +26,9 @@ before=$(store_state)
 
 # init on an existing store
 expect_fail init "$LAYERFS_STORE"
+# -C into a directory that is not there
+expect_fail -C "$WORK/nowhere" log
+grep -qF "layerfs: cannot change to '$WORK/nowhere': No such file or directory" "$WORK/stderr" || fail "-C: $(cat "$WORK/stderr")"
 # an empty commit message, as Git: refused before anything is written
 expect_fail commit -m ""
 grep -qF "layerfs: empty commit message" "$WORK/stderr" || fail "empty message: $(cat "$WORK/stderr")"

@@ -177,6 +177,12 @@ cb=$(lfs commit main --amend -m "amend test, amended")
 [ "$(lfs cat main:amend.txt)" = two ] && [ "$(lfs cat "$ca:amend.txt")" = one ] || fail "commit --amend: content"
 [ "$(lfs log --oneline -n 1 main)" = "${cb:0:12} amend test, amended" ] || fail "commit --amend: log $(lfs log -n 2 main)"
 
+# -C DIR before the verb, as git -C: relative paths, and a relative --store, from DIR.
+in_c=$(cd / && env -u LAYERFS_STORE "$LAYERFS" -C "$WORK" --store store log --oneline -n 1 main)
+[ "$in_c" = "$(lfs log --oneline -n 1 main)" ] || fail "-C DIR --store REL: '$in_c'"
+(cd / && "$LAYERFS" -C "$WORK" -C src export main ../exported-via-C >/dev/null)
+[ "$(cat "$WORK/exported-via-C/amend.txt")" = two ] || fail "-C DIR -C SUB: export to a relative path"
+
 # init --from
 lfs init --from "$SRC" -m "from dir" "$WORK/store2" >"$WORK/init_from"
 LAYERFS_STORE=$WORK/store2 lfs log --json | python3 -c "
