@@ -160,7 +160,11 @@ Verb Branches() {
     return Status::Ok();
   };
   v.text = [](const Args&, const json& r, Output& o) {
-    for (const auto& b : r) o.Outf("{} {}\n", b["name"].get<std::string>(), b["commit"].get<std::string>());
+    for (const auto& b : r) {
+      o.Outf("{} {}", b["name"].get<std::string>(), b["commit"].get<std::string>());
+      if (b.contains("mountpoint")) o.Outf("  mounted at {}", b["mountpoint"].get<std::string>());
+      o.Out("\n");
+    }
   };
   v.from_cli = [](std::string* verb, Args* a) -> Status {
     if (a->Has("new")) {

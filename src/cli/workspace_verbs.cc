@@ -107,7 +107,7 @@ Verb Commit() {
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     // As Git: a message of nothing but white space aborts the commit.
     if (a.Str("message").find_first_not_of(" \t\r\n") == std::string::npos)
-      return Status::Invalid("empty commit message: say what changed with -m MESSAGE");
+      return Status::Invalid("empty commit message: a Commit needs a message saying what changed");
     std::string mp;
     LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
     LFS_TRY(SettleMount(ctx, branch, mp));

@@ -67,6 +67,8 @@ c1=$(lfs commit "$M" -m one)
 is_id "$c1" || fail "commit printed '$c1'"
 [ -z "$(lfs status "$M")" ] || fail "status not empty after commit: $(lfs status "$M")"
 [ "$(lfs branch | awk '$1=="main"{print $2}')" = "$c1" ] || fail "main is not at $c1"
+# the branch list names where a branch is mounted (as git branch marks the current one)
+[ "$(lfs branch | grep '^main ')" = "main $c1  mounted at $(realpath "$M")" ] || fail "branch: $(lfs branch)"
 
 # status lists modifications and deletions too.
 printf 'x\n' >>"$M/hello.txt"
