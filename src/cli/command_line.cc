@@ -98,14 +98,30 @@ std::optional<std::string> UnknownVerb(const std::vector<std::string>& argv) {
 // Git's `VERB ... -- PATH...` for the verbs with a `paths` argument (log, diff, show, status):
 // the words after `--` become `--path WORD` (CLI11 would give them to the positionals in order,
 // so `log -- f` would read f as the REF). Other verbs keep `--` (exec's command follows it).
-std::vector<std::string> PathsAfterDashes(const std::vector<std::string>& argv) {
-  const size_t verb_at = VerbAt(argv);
-  if (verb_at == 0) return argv;
+std::vector<std::string> PathsAfterDashes(const std::vector<std::string>& argv_in) {
+  const size_t verb_at = VerbAt(argv_in);
+  if (verb_at == 0) return argv_in;
   const Verb* v = nullptr;
   for (const auto& cand : Verbs())
-    if (cand.cli == argv[verb_at]) v = &cand;
+    if (cand.cli == argv_in[verb_at]) v = &cand;
   if (!v || std::none_of(v->args.begin(), v->args.end(), [](const ArgSpec& a) { return a.name == "paths"; }))
-    return argv;
+    return argv_in;
+  std::vector<std::string> argv = argv_in;
+  if (v->name == "log") {
+    // Git's `log -N`: at most N Commits (`-n N`), before any `--`.
+    argv.clear();
+    bool paths = false;
+    for (size_t i = 0; i < argv_in.size(); i++) {
+      const std::string& w = argv_in[i];
+      paths = paths || w == "--";
+      if (!paths && i > verb_at && w.size() > 1 && w[0] == '-' && w.find_first_not_of("0123456789", 1) == std::string::npos) {
+        argv.push_back("-n");
+        argv.push_back(w.substr(1));
+      } else {
+        argv.push_back(w);
+      }
+    }
+  }
   auto dashes = std::find(argv.begin() + static_cast<long>(verb_at), argv.end(), "--");
   if (dashes == argv.end()) return argv;
   std::vector<std::string> out(argv.begin(), dashes);

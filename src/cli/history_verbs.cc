@@ -288,6 +288,8 @@ Verb Diff() {
             {"stat", ArgType::kBool, "--stat", "Sizes and a summary", false, true},
             {"name_only", ArgType::kBool, "--name-only", "Only the paths, one per line", false, true},
             {"name_status", ArgType::kBool, "--name-status", "The change and the path of each (the default)", false, true},
+            // Git's staged changes: there is no index, every change is what a commit records.
+            {"cached", ArgType::kBool, "--cached,--staged", "Accepted as in Git: there is no index, so the same", false, true},
             kPatch, kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));

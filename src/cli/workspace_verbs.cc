@@ -137,7 +137,7 @@ Verb StatusVerb() {
   v.args = {kTarget,
             {"patch", ArgType::kBool, "-p,--patch",
              "Each change as Git's unified diff against the head Commit (\"patch\" in its JSON)"},
-            {"short", ArgType::kBool, "-s,--short", "Accepted as in Git: the listing is always short", false, true},
+            {"short", ArgType::kBool, "-s,--short,--porcelain", "Accepted as in Git: the listing is always short", false, true},
             kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     std::string mp;

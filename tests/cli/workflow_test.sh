@@ -83,6 +83,13 @@ lfs show main:big.bin | cmp - "$SRC/big.bin" || fail "show main:big.bin"
 expect_fail show main:no-such-file
 expect_fail show -p main:hello.txt
 [ "$(lfs status -s main)" = "$(lfs status main)" ] || fail "status -s"
+[ "$(lfs status --porcelain main)" = "$(lfs status main)" ] || fail "status --porcelain"
+# diff --cached / --staged: there is no index, so the same as without
+[ -n "$(lfs diff "$c1")" ] && [ "$(lfs diff --cached "$c1")" = "$(lfs diff "$c1")" ] &&
+  [ "$(lfs diff --staged --name-only "$c1")" = "$(lfs diff --name-only "$c1")" ] || fail "diff --cached"
+# log -N: at most N Commits
+[ "$(lfs log -1 --oneline main)" = "$(lfs log --oneline -n 1 main)" ] || fail "log -1: $(lfs log -1 --oneline main)"
+[ "$(lfs log --oneline -2 main | wc -l)" = 2 ] || fail "log -2: $(lfs log --oneline -2 main)"
 [ "$(lfs branch git-habit "$c1")" = "git-habit $c1" ] || fail "branch NEW START"
 [ "$(lfs branch git-habit2)" = "git-habit2 $(lfs rev-parse main)" ] || fail "branch NEW at HEAD"
 expect_fail branch git-habit
