@@ -82,8 +82,12 @@ struct CommitInfo {
 
 struct DiffEntry {
   std::string path;
-  char change;  // 'A' added, 'D' removed, 'M' content modified, 'T' type changed, 'P' mode changed
+  // 'A' added, 'D' removed, 'M' content modified, 'T' type changed, 'P' mode changed; 'R' only
+  // where renames were asked for (merge::DetectRenames): the file at from_path moved to path.
+  char change;
   std::optional<TreeEntry> before, after;
+  std::string from_path;  // 'R': the old path
+  int similarity = 0;     // 'R': percent similar, 100 for identical content
 };
 
 struct ImportOptions {
@@ -187,11 +191,16 @@ class Store {
   // Every Commit reachable from `from` through all parents, each after all of its children
   // (newest commit time first among those ready); limit 0 = all.
   Result<std::vector<CommitInfo>> LogAll(const ObjectId& from, size_t limit = 0);
+  // As LogAll, from several Commits at once (`log --all`: every branch head); each Commit once.
+  Result<std::vector<CommitInfo>> LogAll(const std::vector<ObjectId>& from, size_t limit = 0);
   Result<std::vector<TreeEntry>> ReadTree(const ObjectId& tree, objects::Txn* txn = nullptr);
   // The entry at `path` in `commit` ("" is the root, returned as a directory entry).
   Result<TreeEntry> Lookup(const ObjectId& commit, std::string_view path);
   Result<std::string> ReadFile(const TreeEntry& file);
   Result<std::vector<DiffEntry>> Diff(const ObjectId& a, const ObjectId& b);
+  // The change Commit `c` made: against its first parent, or, for a root Commit, every path of
+  // its tree as added (what Git's show and log --stat list for a root Commit).
+  Result<std::vector<DiffEntry>> DiffParent(const CommitInfo& c);
   // Writes `commit`'s tree into `dir` (absent or empty). Never writes outside `dir`. Reports
   // phase "export": objects = entries written of the Commit's `files`, bytes of `logical_bytes`.
   Status Export(const ObjectId& commit, const std::string& dir, const ProgressFn& progress = nullptr);
@@ -223,8 +232,10 @@ class Store {
   // objects and `extra` (a merge, a fast-forward). EAGAIN if the branch moved.
   Status UpdateBranch(const std::string& branch, const std::optional<ObjectId>& expected_head,
                       const ObjectId& to, kv::Batch* extra = nullptr, objects::Txn* txn = nullptr);
-  // Diff of two trees; reads see `txn`'s staged objects.
-  Result<std::vector<DiffEntry>> DiffTrees(const ObjectId& a, const ObjectId& b, objects::Txn* txn = nullptr);
+  // Diff of two trees (`a` nullopt: the empty tree, every path of b added); reads see `txn`'s
+  // staged objects.
+  Result<std::vector<DiffEntry>> DiffTrees(const std::optional<ObjectId>& a, const ObjectId& b,
+                                           objects::Txn* txn = nullptr);
 
   // Deferred encoding (docs/design.md, "Commits in the background"). Starts the background
   // encoder: from now on Workspace commits store raw content and return; it is encoded on the

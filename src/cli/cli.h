@@ -16,6 +16,7 @@
 #include "front/front.h"
 #include "layerfs/progress.h"
 #include "layerfs/store.h"
+#include "merge/renames.h"
 #include "workspace/registry.h"
 
 namespace layerfs::cli {
@@ -96,6 +97,12 @@ bool PathSelected(const std::string& path, const std::vector<std::string>& under
 // rest); KeepPaths drops the changes outside them (Context::TreePaths), if given.
 extern const ArgSpec kPaths;
 Status KeepPaths(Context& ctx, const Args& a, std::vector<DiffEntry>* changes);
+
+// The `renames` argument of diff, show, log and status (CLI: -M, --find-renames, as Git's):
+// FindRenamesIf turns a removed and an added file that are one file moved into one change 'R'
+// (merge::DetectRenames), reading contents with `read`, when the argument is given.
+extern const ArgSpec kRenames;
+Status FindRenamesIf(const Args& a, std::vector<DiffEntry>* changes, const merge::ChangeContent& read);
 
 std::string FormatTime(int64_t sec);
 

@@ -164,6 +164,15 @@ Result<std::vector<std::string>> Context::TreePaths(const std::vector<std::strin
   return out;
 }
 
+const ArgSpec kRenames = {"renames", ArgType::kBool, "-M,--find-renames",
+                          "A file moved (the same or at least half similar) as one change R with from_path and "
+                          "similarity, as Git's -M, instead of D and A"};
+
+Status FindRenamesIf(const Args& a, std::vector<DiffEntry>* changes, const merge::ChangeContent& read) {
+  if (!a.Bool("renames")) return Status::Ok();
+  return merge::DetectRenames(changes, read);
+}
+
 const ArgSpec kPaths = {"paths", ArgType::kStrings, "--path",
                         "Only these paths, files or directories (also as -- PATH...; relative to the working "
                         "directory in a mount, as Git reads them)"};

@@ -15,29 +15,10 @@ namespace layerfs::cli {
 
 namespace {
 
-void PrintChanges(const json& d, bool stat, Output& o) {
-  size_t counts[256] = {};
-  for (const auto& e : d) {
-    const char change = e["change"].get<std::string>()[0];
-    const std::string path = e["path"].get<std::string>();
-    counts[static_cast<unsigned char>(change)]++;
-    if (stat) {
-      int64_t before = e.contains("before") ? e["before"]["size"].get<int64_t>() : 0;
-      int64_t after = e.contains("after") ? e["after"]["size"].get<int64_t>() : 0;
-      o.Outf("{} {:<60} {:+} bytes\n", change, path, after - before);
-    } else {
-      o.Outf("{}\t{}\n", change, path);
-    }
-  }
-  if (stat)
-    o.Outf("{} paths changed: {} added, {} removed, {} modified, {} type changed, {} attributes changed\n", d.size(),
-           counts[int{'A'}], counts[int{'D'}], counts[int{'M'}], counts[int{'T'}], counts[int{'P'}]);
-}
-
 // Git-style lanes, one column per line of history being followed: '*' the commit, '|' the
 // others, then "|\\" where a merge opens a lane for its other parent and "|/" where two lanes
-// reach the same commit and join.
-void PrintGraph(const json& log, Output& o) {
+// reach the same commit and join. `line` renders a Commit's text after its lanes.
+void PrintGraph(const json& log, const std::function<std::string(const json&)>& line, Output& o) {
   std::vector<std::string> lanes;
   auto row = [&](size_t n, size_t star) {
     std::string r;
@@ -61,8 +42,7 @@ void PrintGraph(const json& log, Output& o) {
       lanes.erase(lanes.begin() + j);
       o.Outf("{}\n", r.substr(0, r.find_last_not_of(' ') + 1));
     }
-    o.Outf("{}{} {} {}\n", row(lanes.size(), col), id.substr(0, 12), FormatTime(c["time"].get<int64_t>()),
-           c["message"].get<std::string>());
+    o.Outf("{}{}\n", row(lanes.size(), col), line(c));
     const json& parents = c["parents"];
     if (parents.empty()) {
       lanes.erase(lanes.begin() + col);
@@ -78,6 +58,99 @@ void PrintGraph(const json& log, Output& o) {
       o.Outf("{}\n", r);
     }
   }
+}
+
+// Git's relative dates ("3 hours ago") for %cr.
+std::string RelativeTime(int64_t sec, int64_t now) {
+  const int64_t d = now - sec;
+  if (d < 0) return "in the future";
+  auto ago = [](int64_t n, const char* unit) { return fmt::format("{} {}{} ago", n, unit, n == 1 ? "" : "s"); };
+  if (d < 90) return ago(d, "second");
+  if (d < 90 * 60) return ago((d + 30) / 60, "minute");
+  if (d < 36 * 3600) return ago((d + 1800) / 3600, "hour");
+  if (d < 14 * 86400) return ago((d + 43200) / 86400, "day");
+  if (d < 70 * 86400) return ago((d + 3 * 86400) / (7 * 86400), "week");
+  if (d < 365 * 86400) return ago((d + 15 * 86400) / (30 * 86400), "month");
+  return ago(d / (365 * 86400), "year");
+}
+
+// A Commit in the placeholders of Git's `--format` (`--pretty=format:`) that have a meaning
+// here: %H %h (ids), %T %t (root tree), %P %p (parents), %s (subject: the first line), %b (the
+// rest), %B (the whole message), %ct %cd %ci %cI %cr (time as seconds, date, ISO 8601, strict
+// ISO 8601, relative; %a* the same: a Commit has one time), %n, %%. Commits record no author:
+// %an %ae %cn %ce are empty. Other placeholders stay as written, as Git leaves unknown ones.
+std::string FormatCommit(std::string_view f, const json& c) {
+  const std::string id = c["id"].get<std::string>(), root = c["root"].get<std::string>();
+  const std::string msg = c["message"].get<std::string>();
+  const int64_t t = c["time"].get<int64_t>();
+  const size_t nl = msg.find('\n');
+  const std::string subject = msg.substr(0, nl);
+  std::string body;
+  if (nl != std::string::npos) {
+    body = msg.substr(nl + 1);
+    body.erase(0, body.find_first_not_of('\n') == std::string::npos ? body.size() : body.find_first_not_of('\n'));
+  }
+  auto parents = [&](size_t len) {
+    std::string r;
+    for (const auto& p : c["parents"]) r += (r.empty() ? "" : " ") + p.get<std::string>().substr(0, len);
+    return r;
+  };
+  auto date = [&](char k) -> std::optional<std::string> {
+    time_t tt = t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    char buf[64];
+    switch (k) {
+      case 't': return std::to_string(t);
+      case 'd': strftime(buf, sizeof buf, "%a %b %-d %H:%M:%S %Y +0000", &tm); return std::string(buf);
+      case 'i': strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S +0000", &tm); return std::string(buf);
+      case 'I': strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &tm); return std::string(buf);
+      case 'r': return RelativeTime(t, static_cast<int64_t>(::time(nullptr)));
+      case 'n': case 'e': return std::string();  // name, email: not recorded
+      default: return std::nullopt;
+    }
+  };
+  std::string out;
+  for (size_t i = 0; i < f.size(); i++) {
+    if (f[i] != '%' || i + 1 == f.size()) {
+      out += f[i];
+      continue;
+    }
+    const char k = f[i + 1];
+    std::optional<std::string> v;
+    size_t used = 2;
+    switch (k) {
+      case 'H': v = id; break;
+      case 'h': v = id.substr(0, 12); break;
+      case 'T': v = root; break;
+      case 't': v = root.substr(0, 12); break;
+      case 'P': v = parents(64); break;
+      case 'p': v = parents(12); break;
+      case 's': v = subject; break;
+      case 'b': v = body; break;
+      case 'B': v = msg; break;
+      case 'n': v = "\n"; break;
+      case '%': v = "%"; break;
+      case 'c': case 'a':
+        if (i + 2 < f.size() && (v = date(f[i + 2]))) used = 3;
+        break;
+      default: break;
+    }
+    if (!v) {
+      out += f[i];
+      continue;
+    }
+    out += *v;
+    i += used - 1;
+  }
+  return out;
+}
+
+// Git's named formats that read as one line; the others (medium, full...) print as show does.
+std::optional<std::string> NamedFormat(const std::string& name) {
+  if (name == "oneline") return "%H %s";
+  if (name == "reference") return "%h (%s, %cd)";
+  return std::nullopt;
 }
 
 // Whether the entries at `paths` differ between Commits a (nullopt: none, a root Commit's parent)
@@ -106,8 +179,8 @@ Result<bool> PathsChanged(Store& st, const std::optional<ObjectId>& a, const Obj
 const ArgSpec kPatch = {"patch", ArgType::kBool, "-p,--patch",
                         "Each change as Git's unified diff (\"patch\" in each change's JSON)"};
 
-// show's text and log -p's, for one Commit: its header, then its changes or their patches.
-void PrintCommit(const json& c, bool patch, Output& o) {
+// show's header for one Commit: id, parents, tree, date, size, message.
+void PrintCommitHeader(const json& c, Output& o) {
   o.Outf("commit {}\n", c["id"].get<std::string>());
   if (c["parents"].size() > 1) {
     // A merge: the paths are those it changed against its first parent, as `git show
@@ -117,63 +190,145 @@ void PrintCommit(const json& c, bool patch, Output& o) {
     o.Outf("{}\n", m);
   }
   for (const auto& p : c["parents"]) o.Outf("parent {}\n", p.get<std::string>());
-  o.Outf("tree   {}\ndate   {}\nfiles  {}, {} bytes\n\n    {}\n\n", c["root"].get<std::string>(),
+  // The message indented by four, every line of it, as Git shows one.
+  std::string msg = c["message"].get<std::string>(), indented;
+  for (size_t at = 0; at <= msg.size();) {
+    size_t nl = msg.find('\n', at);
+    if (nl == std::string::npos) nl = msg.size();
+    indented += "    " + msg.substr(at, nl - at) + "\n";
+    at = nl + 1;
+  }
+  o.Outf("tree   {}\ndate   {}\nfiles  {}, {} bytes\n\n{}\n", c["root"].get<std::string>(),
          FormatTime(c["time"].get<int64_t>()), c["files"].get<uint64_t>(), c["logical_bytes"].get<uint64_t>(),
-         c["message"].get<std::string>());
+         indented);
+}
+
+// show's text and log -p's, for one Commit: its header, then its changes or their patches.
+void PrintCommit(const json& c, bool patch, Output& o) {
+  PrintCommitHeader(c, o);
   if (patch) PrintPatches(c["changes"], o);
   else PrintChanges(c["changes"], false, o);
+}
+
+// log's --format/--pretty: a named format or format:/tformat:/text with placeholders, as the
+// format string FormatCommit takes, with whether each Commit's text ends in a newline (tformat,
+// Git's default for a string with %) or separates (format:). Empty: show's header (medium, full
+// and the other multi-line names).
+struct LogFormat {
+  std::string text;
+  bool terminator = true;
+  bool one_line = false;  // oneline, reference: changes follow without a blank line, as in Git
+};
+Result<LogFormat> ParseLogFormat(const std::string& f) {
+  if (f.rfind("format:", 0) == 0) return LogFormat{f.substr(7), false};
+  if (f.rfind("tformat:", 0) == 0) return LogFormat{f.substr(8), true};
+  if (auto named = NamedFormat(f)) return LogFormat{*named, true, true};
+  for (const char* n : {"short", "medium", "full", "fuller", "raw"})
+    if (f == n) return LogFormat{};
+  if (f.find('%') != std::string::npos) return LogFormat{f, true};
+  return Status::Invalid(fmt::format("invalid --format '{}': oneline, reference, short, medium, full, fuller, raw, "
+                                     "or format:TEXT with placeholders (%H %h %s %b %B %cd %ct ...)", f));
 }
 
 Verb Log() {
   Verb v;
   v.name = v.cli = "log";
   v.ref_args = {"ref"};
-  v.help = "Commits newest first along first parents (--graph: all of history)";
+  v.help = "Commits newest first along first parents (--graph, --all: through all parents)";
   v.read_only = true;
   v.args = {{"ref", ArgType::kString, "REF", "Where to start (default HEAD: the branch mounted here, else main)"},
             {"max_count", ArgType::kInt, "-n,--max-count", "At most N commits"},
             {"graph", ArgType::kBool, "--graph", "Every commit reachable through all parents, children first, with lanes"},
+            {"all", ArgType::kBool, "--all",
+             "From every branch and remote-tracking ref (and REF, if given), through all parents, children first"},
+            {"reverse", ArgType::kBool, "--reverse", "Oldest first (after -n has chosen the newest)"},
+            {"changes", ArgType::kBool, "--name-status",
+             "Each Commit's changed paths against its first parent (\"changes\"; a root Commit's: all added)"},
+            {"stat", ArgType::kBool, "--stat", "Each Commit's changed paths with sizes and a summary", false, true},
+            {"name_only", ArgType::kBool, "--name-only", "Each Commit's changed paths, one per line", false, true},
             {"oneline", ArgType::kBool, "--oneline", "A short id and the message's first line per Commit", false, true},
-            kPaths, kPatch};
+            {"format", ArgType::kString, "--format,--pretty",
+             "Git's named formats (oneline, reference, medium...) or format:TEXT with %H %h %s %b %B %P %T %cd "
+             "%ct %ci %cI %cr %n",
+             false, true},
+            kRenames, kPaths, kPatch};
+  v.from_cli = [](std::string*, Args* a) -> Status {
+    if (a->Bool("stat") || a->Bool("name_only")) a->raw()["changes"] = true;
+    if (a->Has("format")) LFS_TRY(ParseLogFormat(a->Str("format")).status());
+    return Status::Ok();
+  };
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
-    LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("ref") ? a.Str("ref") : ctx.Head()));
+    std::vector<ObjectId> starts;
+    if (!a.Bool("all") || a.Has("ref")) {
+      LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("ref") ? a.Str("ref") : ctx.Head()));
+      starts.push_back(id);
+    }
+    if (a.Bool("all")) {
+      LFS_ASSIGN(auto branches, st->Branches());
+      LFS_ASSIGN(auto remote, st->RemoteRefs());
+      for (const auto& [name, id] : branches) starts.push_back(id);
+      for (const auto& [name, id] : remote) starts.push_back(id);
+    }
     const size_t limit = static_cast<size_t>(a.Int("max_count", 0));
+    if (a.Int("max_count", 0) < 0) return Status::Invalid("log: -n takes a count of 0 or more");
+    const bool all_parents = a.Bool("graph") || a.Bool("all");
     std::vector<CommitInfo> log;
     std::vector<std::string> paths;  // resolved once (Context::TreePaths reads the mount table)
     if (a.Has("paths")) {
-      // The Commits that changed a path against their first parent, along first parents.
+      // The Commits that changed a path against their first parent.
       if (a.Bool("graph")) return Status::Invalid("log --graph does not take paths");
       LFS_ASSIGN(paths, ctx.TreePaths(a.Strings("paths")));
-      std::optional<ObjectId> cur = id;
-      while (cur && (limit == 0 || log.size() < limit)) {
-        LFS_ASSIGN(auto c, st->GetCommit(*cur));
+      auto keep = [&](const CommitInfo& c) -> Result<bool> {
         std::optional<ObjectId> parent;
         if (!c.parents.empty()) parent = c.parents[0];
-        LFS_ASSIGN(bool changed, PathsChanged(*st, parent, *cur, paths));
-        if (changed) log.push_back(c);
-        cur = parent;
+        return PathsChanged(*st, parent, c.id, paths);
+      };
+      if (all_parents) {
+        LFS_ASSIGN(auto every, st->LogAll(starts));
+        for (auto& c : every) {
+          if (limit != 0 && log.size() >= limit) break;
+          LFS_ASSIGN(bool changed, keep(c));
+          if (changed) log.push_back(std::move(c));
+        }
+      } else {
+        // Along first parents, reading one Commit at a time (stops at the limit).
+        std::optional<ObjectId> cur = starts[0];
+        while (cur && (limit == 0 || log.size() < limit)) {
+          LFS_ASSIGN(auto c, st->GetCommit(*cur));
+          cur.reset();
+          if (!c.parents.empty()) cur = c.parents[0];
+          LFS_ASSIGN(bool changed, keep(c));
+          if (changed) log.push_back(std::move(c));
+        }
       }
-    } else if (a.Bool("graph")) {
-      LFS_ASSIGN(log, st->LogAll(id, limit));
+    } else if (all_parents) {
+      LFS_ASSIGN(log, st->LogAll(starts, limit));
     } else {
-      LFS_ASSIGN(log, st->Log(id, limit));
+      LFS_ASSIGN(log, st->Log(starts[0], limit));
     }
+    if (a.Bool("reverse")) {
+      if (a.Bool("graph")) return Status::Invalid("log --graph does not take --reverse");
+      std::reverse(log.begin(), log.end());
+    }
+    const bool patch = a.Bool("patch");
+    if (patch && a.Bool("graph")) return Status::Invalid("log --graph does not take -p");
+    if (a.Bool("changes") && a.Bool("graph")) return Status::Invalid("log --graph does not list changes");
+    if (a.Bool("renames") && !a.Bool("changes") && !patch)
+      return Status::Invalid("log -M needs a listing of changes: --name-status, --stat, --name-only or -p");
     json arr = json::array();
     uint64_t patch_bytes = 0;
     for (const auto& e : log) {
       json j = CommitJson(e);
-      if (a.Bool("patch")) {
-        // Each Commit's change against its first parent (none for a root), as show gives it.
-        if (a.Bool("graph")) return Status::Invalid("log --graph does not take -p");
-        std::vector<DiffEntry> changes;
-        if (!e.parents.empty()) {
-          LFS_ASSIGN(changes, st->Diff(e.parents[0], e.id));
-        }
+      if (patch || a.Bool("changes")) {
+        // Each Commit's change against its first parent (a root Commit's: its tree, added), as
+        // show gives it.
+        LFS_ASSIGN(auto changes, st->DiffParent(e));
         if (a.Has("paths"))
           std::erase_if(changes, [&](const DiffEntry& d) { return !PathSelected(d.path, paths); });
+        LFS_TRY(FindRenamesIf(a, &changes, HistoryReader(*st)));
         j["changes"] = ChangesJson(changes);
-        LFS_TRY(AddPatches(changes, HistoryReader(*st), &j["changes"], &patch_bytes));
+        if (patch) LFS_TRY(AddPatches(changes, HistoryReader(*st), &j["changes"], &patch_bytes));
       }
       arr.push_back(std::move(j));
     }
@@ -181,15 +336,44 @@ Verb Log() {
     return Status::Ok();
   };
   v.text = [](const Args& a, const json& r, Output& o) {
-    if (a.Bool("graph")) return PrintGraph(r, o);
-    if (a.Bool("patch")) {
-      for (const auto& c : r) PrintCommit(c, true, o);
-      return;
+    std::optional<LogFormat> format;
+    if (a.Bool("oneline")) format = LogFormat{"%h %s", true, true};
+    if (a.Has("format")) {
+      auto f = ParseLogFormat(a.Str("format"));  // checked by from_cli
+      if (f.ok()) format = *f;
     }
-    for (const auto& e : r) {
-      const std::string id = e["id"].get<std::string>(), msg = e["message"].get<std::string>();
-      if (a.Bool("oneline")) o.Outf("{} {}\n", id.substr(0, 12), msg.substr(0, msg.find('\n')));
-      else o.Outf("{} {} {}\n", id, FormatTime(e["time"].get<int64_t>()), msg);
+    if (format && format->text.empty()) format.reset();  // medium, full...: show's header
+    if (a.Bool("graph")) {
+      return PrintGraph(r, [&](const json& c) {
+        if (format) return FormatCommit(format->text, c);
+        return fmt::format("{} {} {}", c["id"].get<std::string>().substr(0, 12),
+                           FormatTime(c["time"].get<int64_t>()), c["message"].get<std::string>());
+      }, o);
+    }
+    const bool listed = a.Bool("patch") || a.Bool("stat") || a.Bool("name_only") || a.Bool("changes");
+    const bool headers = listed || (a.Has("format") && !format);
+    for (size_t i = 0; i < r.size(); i++) {
+      const json& c = r[i];
+      const bool last = i + 1 == r.size();
+      if (format) {
+        o.Outf("{}{}", FormatCommit(format->text, c), format->terminator || !last ? "\n" : "");
+        if (listed && !c["changes"].empty() && !format->one_line) o.Out("\n");
+      } else if (headers) {
+        PrintCommitHeader(c, o);
+      } else {
+        o.Outf("{} {} {}\n", c["id"].get<std::string>(), FormatTime(c["time"].get<int64_t>()),
+               c["message"].get<std::string>());
+        continue;
+      }
+      if (!listed) continue;
+      if (a.Bool("name_only")) {
+        for (const auto& e : c["changes"]) o.Outf("{}\n", e["path"].get<std::string>());
+      } else if (a.Bool("stat") || a.Bool("changes")) {
+        PrintChanges(c["changes"], a.Bool("stat"), o);
+      }
+      if (a.Bool("patch")) PrintPatches(c["changes"], o);
+      // Git's blank line between one Commit's header and changes and the next Commit.
+      if (!format && !last) o.Out("\n");
     }
   };
   return v;
@@ -220,13 +404,14 @@ Verb Show() {
   v.ref_args = {"commit"};
   v.help = "A Commit's metadata and the paths it changed (REF:PATH: the file, as cat)";
   v.read_only = true;
-  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit (default HEAD)"}, kPatch, kPaths};
+  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit (default HEAD)"}, kPatch, kRenames, kPaths};
   v.from_cli = [](std::string* name, Args* a) -> Status {
     // Git's `show REF:PATH` prints the file: that is cat's.
     const std::string spec = a->Str("commit");
     const size_t colon = spec.find(':');
     if (colon == std::string::npos) return Status::Ok();
-    if (a->Bool("patch") || a->Has("paths")) return Status::Invalid("show REF:PATH takes neither -p nor paths");
+    if (a->Bool("patch") || a->Has("paths") || a->Bool("renames"))
+      return Status::Invalid("show REF:PATH takes neither -p, -M nor paths");
     *name = "cat";
     a->raw() = {{"commit", spec.substr(0, colon)}, {"path", spec.substr(colon + 1)}};
     return Status::Ok();
@@ -235,11 +420,9 @@ Verb Show() {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("commit") ? a.Str("commit") : ctx.Head()));
     LFS_ASSIGN(auto c, st->GetCommit(id));
-    std::vector<DiffEntry> changes;
-    if (!c.parents.empty()) {
-      LFS_ASSIGN(changes, st->Diff(c.parents[0], id));
-    }
+    LFS_ASSIGN(auto changes, st->DiffParent(c));  // a root Commit: its tree, added
     LFS_TRY(KeepPaths(ctx, a, &changes));
+    LFS_TRY(FindRenamesIf(a, &changes, HistoryReader(*st)));
     json j = CommitJson(c);
     j["changes"] = ChangesJson(changes);
     if (a.Bool("patch")) LFS_TRY(AddPatches(changes, HistoryReader(*st), &j["changes"]));
@@ -271,6 +454,7 @@ Status DiffWorkingTree(Context& ctx, const Args& a, const std::string& from, Sto
     read = WorkingTreeReader(*st, *ws);
   }
   LFS_TRY(KeepPaths(ctx, a, &changes));
+  LFS_TRY(FindRenamesIf(a, &changes, read));
   *result = ChangesJson(changes);
   if (a.Bool("patch")) LFS_TRY(AddPatches(changes, read, result));
   return Status::Ok();
@@ -290,7 +474,7 @@ Verb Diff() {
             {"name_status", ArgType::kBool, "--name-status", "The change and the path of each (the default)", false, true},
             // Git's staged changes: there is no index, every change is what a commit records.
             {"cached", ArgType::kBool, "--cached,--staged", "Accepted as in Git: there is no index, so the same", false, true},
-            kPatch, kPaths};
+            kPatch, kRenames, kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     std::string from = a.Str("a"), to = a.Str("b");
@@ -313,6 +497,7 @@ Verb Diff() {
     }
     LFS_ASSIGN(auto d, st->Diff(ia, ib));
     LFS_TRY(KeepPaths(ctx, a, &d));
+    LFS_TRY(FindRenamesIf(a, &d, HistoryReader(*st)));
     *result = ChangesJson(d);
     if (a.Bool("patch")) LFS_TRY(AddPatches(d, HistoryReader(*st), result));
     return Status::Ok();

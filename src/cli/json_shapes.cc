@@ -33,6 +33,10 @@ json EntryJson(const TreeEntry& e) {
 
 json ChangeJson(const DiffEntry& d) {
   json j = {{"path", d.path}, {"change", std::string(1, d.change)}};
+  if (d.change == 'R') {
+    j["from_path"] = d.from_path;
+    j["similarity"] = d.similarity;
+  }
   if (d.before) j["before"] = EntryJson(*d.before);
   if (d.after) j["after"] = EntryJson(*d.after);
   return j;
@@ -94,6 +98,30 @@ SideReader WorkingTreeReader(Store& st, workspace::Workspace& ws) {
     uint64_t size = 0;
     return workspace::ReadPath(ws, d.path, 0, std::nullopt, &size);
   };
+}
+
+void PrintChanges(const nlohmann::json& d, bool stat, Output& o) {
+  size_t counts[256] = {};
+  for (const auto& e : d) {
+    const std::string change = e["change"].get<std::string>();
+    const std::string path = e["path"].get<std::string>();
+    const bool renamed = change == "R" && e.contains("from_path");
+    counts[static_cast<unsigned char>(change[0])]++;
+    if (stat) {
+      int64_t before = e.contains("before") ? e["before"]["size"].get<int64_t>() : 0;
+      int64_t after = e.contains("after") ? e["after"]["size"].get<int64_t>() : 0;
+      const std::string shown = renamed ? e["from_path"].get<std::string>() + " => " + path : path;
+      o.Outf("{} {:<60} {:+} bytes\n", change, shown, after - before);
+    } else if (renamed) {
+      o.Outf("R{:03}\t{}\t{}\n", e["similarity"].get<int>(), e["from_path"].get<std::string>(), path);
+    } else {
+      o.Outf("{}\t{}\n", change, path);
+    }
+  }
+  if (stat)
+    o.Outf("{} paths changed: {} added, {} removed, {} modified, {} type changed, {} attributes changed{}\n", d.size(),
+           counts[int{'A'}], counts[int{'D'}], counts[int{'M'}], counts[int{'T'}], counts[int{'P'}],
+           counts[int{'R'}] ? fmt::format(", {} renamed", counts[int{'R'}]) : "");
 }
 
 void PrintPatches(const nlohmann::json& changes, Output& o) {

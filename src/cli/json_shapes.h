@@ -20,7 +20,7 @@ namespace layerfs::cli {
 nlohmann::json CommitJson(const CommitInfo& c);
 // {"type", "mode", "size", "id"?, "target"?}; mode as four octal digits ("0644").
 nlohmann::json EntryJson(const TreeEntry& e);
-// {"path", "change", "before"?, "after"?}
+// {"path", "change", "before"?, "after"?}; a rename ('R') adds "from_path" and "similarity".
 nlohmann::json ChangeJson(const DiffEntry& d);
 nlohmann::json ChangesJson(const std::vector<DiffEntry>& d);
 std::string ModeString(uint32_t mode);
@@ -48,6 +48,9 @@ SideReader WorkingTreeReader(Store& st, workspace::Workspace& ws);
 // The CLI's text for them: every patch, in order.
 class Output;
 void PrintPatches(const nlohmann::json& changes, Output& o);
+// The CLI's text for changes: Git's name-status (`M\tPATH`, a rename `R90\tOLD\tNEW`), or with
+// `stat` each path's size change and a summary line.
+void PrintChanges(const nlohmann::json& changes, bool stat, Output& o);
 
 std::string Base64Encode(std::string_view data);
 // EINVAL on a character outside the alphabet or a bad length (padding optional).

@@ -138,7 +138,7 @@ Verb StatusVerb() {
             {"patch", ArgType::kBool, "-p,--patch",
              "Each change as Git's unified diff against the head Commit (\"patch\" in its JSON)"},
             {"short", ArgType::kBool, "-s,--short,--porcelain", "Accepted as in Git: the listing is always short", false, true},
-            kPaths};
+            kRenames, kPaths};
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     std::string mp;
     LFS_ASSIGN(std::string branch, ctx.BranchOfTarget(a.Str("target"), &mp));
@@ -150,6 +150,7 @@ Verb StatusVerb() {
     LFS_ASSIGN(auto merging, merge::ReadMergeState(*ws));
     LFS_ASSIGN(auto changes, ws->Changes());
     LFS_TRY(KeepPaths(ctx, a, &changes));
+    LFS_TRY(FindRenamesIf(a, &changes, WorkingTreeReader(*st, *ws)));
     json conflicts = json::array();
     json r = {{"branch", branch}, {"changes", ChangesJson(changes)}};
     if (a.Bool("patch")) {
@@ -189,7 +190,7 @@ Verb StatusVerb() {
         o.Outf("C\t{}\t{}{}\n", c["path"].get<std::string>(), c["kind"].get<std::string>(),
                c["resolved"].get<bool>() ? " (resolved)" : "");
     }
-    for (const auto& d : r["changes"]) o.Outf("{}\t{}\n", d["change"].get<std::string>(), d["path"].get<std::string>());
+    PrintChanges(r["changes"], false, o);
   };
   return v;
 }

@@ -29,7 +29,14 @@ Result<std::vector<DiffEntry>> Store::Diff(const ObjectId& a, const ObjectId& b)
   return DiffTrees(ca.root, cb.root);
 }
 
-Result<std::vector<DiffEntry>> Store::DiffTrees(const ObjectId& root_a, const ObjectId& root_b, objects::Txn* txn) {
+Result<std::vector<DiffEntry>> Store::DiffParent(const CommitInfo& c) {
+  if (c.parents.empty()) return DiffTrees(std::nullopt, c.root);
+  LFS_ASSIGN(auto parent, GetCommit(c.parents[0]));
+  return DiffTrees(parent.root, c.root);
+}
+
+Result<std::vector<DiffEntry>> Store::DiffTrees(const std::optional<ObjectId>& root_a, const ObjectId& root_b,
+                                                objects::Txn* txn) {
   std::vector<DiffEntry> out;
   // Emits every path below a directory that exists on one side only.
   auto too_deep = [](const std::string& prefix) {
@@ -90,7 +97,8 @@ Result<std::vector<DiffEntry>> Store::DiffTrees(const ObjectId& root_a, const Ob
     }
     return Status::Ok();
   };
-  LFS_TRY(walk("", root_a, root_b));
+  if (root_a) LFS_TRY(walk("", *root_a, root_b));
+  else LFS_TRY(one_side("", root_b, 'A', false));
   return out;
 }
 

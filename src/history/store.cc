@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <filesystem>
@@ -576,11 +577,15 @@ Result<std::vector<CommitInfo>> Store::Log(const ObjectId& from, size_t limit) {
 }
 
 Result<std::vector<CommitInfo>> Store::LogAll(const ObjectId& from, size_t limit) {
+  return LogAll(std::vector<ObjectId>{from}, limit);
+}
+
+Result<std::vector<CommitInfo>> Store::LogAll(const std::vector<ObjectId>& from, size_t limit) {
   // Topological order: a commit is shown once every child of it that is reachable has been, the
   // newest ready one first (Git's --topo-order for the common shapes).
   std::unordered_map<ObjectId, CommitInfo, ObjectIdHash> info;
   std::unordered_map<ObjectId, size_t, ObjectIdHash> children;
-  std::vector<ObjectId> stack = {from};
+  std::vector<ObjectId> stack = from;
   while (!stack.empty()) {
     ObjectId id = stack.back();
     stack.pop_back();
@@ -596,7 +601,9 @@ Result<std::vector<CommitInfo>> Store::LogAll(const ObjectId& from, size_t limit
     const auto &x = info[a], &y = info[b];
     return std::tie(x.time_sec, x.time_nsec, x.id) < std::tie(y.time_sec, y.time_nsec, y.id);
   };
-  std::vector<ObjectId> ready = {from};
+  std::vector<ObjectId> ready;  // the starting Commits no other one reaches, each once
+  for (const auto& id : from)
+    if (!children.count(id) && std::find(ready.begin(), ready.end(), id) == ready.end()) ready.push_back(id);
   std::vector<CommitInfo> out;
   while (!ready.empty() && (limit == 0 || out.size() < limit)) {
     auto it = std::max_element(ready.begin(), ready.end(), newer);

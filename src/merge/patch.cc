@@ -58,15 +58,21 @@ bool Hunks(std::string_view before, std::string_view after, std::string* out) {
   return git_patch_print(patch, PrintLine, out) == 0;
 }
 
-// The patch from `b` (or nothing) to `a` (or nothing) at `path`.
+// The patch from `b` (or nothing) at `old_path` to `a` (or nothing) at `path`; a rename (`old_path`
+// not `path`, with its similarity) has Git's rename lines, and no hunks when the content is the same.
 std::string OneSide(const std::string& path, const TreeEntry* b, std::string_view before, const TreeEntry* a,
-                    std::string_view after, bool same_content) {
-  std::string out = fmt::format("diff --git a/{} b/{}\n", path, path);
+                    std::string_view after, bool same_content, const std::string& old_path = "", int similarity = 0) {
+  const std::string& was = old_path.empty() ? path : old_path;
+  std::string out = fmt::format("diff --git a/{} b/{}\n", was, path);
   if (!b) out += fmt::format("new file mode {}\n", GitMode(*a));
   if (!a) out += fmt::format("deleted file mode {}\n", GitMode(*b));
   if (a && b && GitMode(*a) != GitMode(*b)) out += fmt::format("old mode {}\nnew mode {}\n", GitMode(*b), GitMode(*a));
+  if (was != path) {
+    out += fmt::format("similarity index {}%\nrename from {}\nrename to {}\n", similarity, was, path);
+    if (similarity == 100) return out;
+  }
   if (same_content) return out;  // a mode change alone
-  const std::string from = b ? "a/" + path : "/dev/null", to = a ? "b/" + path : "/dev/null";
+  const std::string from = b ? "a/" + was : "/dev/null", to = a ? "b/" + path : "/dev/null";
   const bool oversized = (b && b->size > kMaxTextBytes) || (a && a->size > kMaxTextBytes);
   if (!oversized) {  // the blob ids git apply checks (and needs before a binary line)
     out += fmt::format("index {}..{}", b ? BlobId(before) : "0000000", a ? BlobId(after) : "0000000");
@@ -99,6 +105,7 @@ std::string UnifiedPatch(const DiffEntry& d, std::string_view before, std::strin
   // A file that became a symlink (or the reverse): Git shows the one removed, then the other added.
   if (a && b && a->type != b->type)
     return OneSide(d.path, b, before, nullptr, "", false) + OneSide(d.path, nullptr, "", a, after, false);
+  if (d.change == 'R') return OneSide(d.path, b, before, a, after, false, d.from_path, d.similarity);
   return OneSide(d.path, b, b ? before : "", a, a ? after : "", d.change == 'P');
 }
 

@@ -5,8 +5,9 @@
 // `new mode`), `--- a/P` or `/dev/null`, `+++ b/P` or `/dev/null`. A symlink's content is its
 // target, with mode 120000, as in Git. Binary content (merge::LooksBinary) or a side over
 // kMaxTextBytes gives `Binary files a/P and b/P differ`. A type change is a deletion then an
-// addition. Directories and special files have no content, hence no patch (empty). Pure
-// function; thread-safe.
+// addition. A rename ('R', merge::DetectRenames) has Git's `similarity index`, `rename from`
+// and `rename to` lines, and hunks only when the content changed. Directories and special files
+// have no content, hence no patch (empty). Pure function; thread-safe.
 #pragma once
 
 #include <string>

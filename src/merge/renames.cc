@@ -66,9 +66,17 @@ int Similarity(std::string_view a, std::string_view b) {
 
 Result<std::vector<Rename>> FindRenames(Store& store, const ObjectId& base, const ObjectId& side, objects::Txn* txn,
                                         const std::set<std::string>* only_from) {
-  std::vector<Rename> out;
-  if (base == side) return out;
+  if (base == side) return std::vector<Rename>{};
   LFS_ASSIGN(auto diff, store.DiffTrees(base, side, txn));
+  return PairRenames(diff, [&](const DiffEntry& d, bool after) -> Result<std::string> {
+    const TreeEntry& e = after ? *d.after : *d.before;
+    return history::ReadContent(store.objects(), e.id, e.chunked, txn);
+  }, only_from);
+}
+
+Result<std::vector<Rename>> PairRenames(const std::vector<DiffEntry>& diff, const ChangeContent& read,
+                                        const std::set<std::string>* only_from) {
+  std::vector<Rename> out;
   std::vector<const DiffEntry*> srcs, dsts;
   for (const auto& d : diff) {
     if (d.change == 'D' && d.before->type == EntryType::kFile && (!only_from || only_from->count(d.path))) srcs.push_back(&d);
@@ -104,13 +112,13 @@ Result<std::vector<Rename>> FindRenames(Store& store, const ObjectId& base, cons
   for (size_t d = 0; d < dsts.size(); d++)
     if (!dst_used[d] && dsts[d]->after->size > 0 && dsts[d]->after->size <= kMaxSimilarityBytes) rd.push_back(d);
   if (!rs.empty() && !rd.empty() && rs.size() <= kMaxRenameCandidates && rd.size() <= kMaxRenameCandidates) {
-    auto spans = [&](const TreeEntry& e) -> Result<Spans> {
-      LFS_ASSIGN(std::string data, history::ReadContent(store.objects(), e.id, e.chunked, txn));
+    auto spans = [&](const DiffEntry& d, bool after) -> Result<Spans> {
+      LFS_ASSIGN(std::string data, read(d, after));
       return HashSpans(data);
     };
     std::vector<Spans> ss(rs.size());
     for (size_t i = 0; i < rs.size(); i++) {
-      LFS_ASSIGN(ss[i], spans(*srcs[rs[i]]->before));
+      LFS_ASSIGN(ss[i], spans(*srcs[rs[i]], false));
     }
     struct Candidate {
       uint32_t score;
@@ -126,7 +134,7 @@ Result<std::vector<Rename>> FindRenames(Store& store, const ObjectId& base, cons
         const uint64_t mx = std::max(se.size, de.size), mn = std::min(se.size, de.size);
         if (mx * (kMaxScore - kMinScore) < (mx - mn) * kMaxScore) continue;  // sizes rule it out
         if (!ds) {
-          LFS_ASSIGN(ds, spans(de));
+          LFS_ASSIGN(ds, spans(*dsts[rd[dj]], true));
         }
         uint32_t sc = Score(se.size, ss[si], de.size, *ds);
         if (sc >= kMinScore)
@@ -141,6 +149,35 @@ Result<std::vector<Rename>> FindRenames(Store& store, const ObjectId& base, cons
   }
   std::sort(out.begin(), out.end(), [](const Rename& a, const Rename& b) { return a.from < b.from; });
   return out;
+}
+
+Status DetectRenames(std::vector<DiffEntry>* diff, const ChangeContent& read) {
+  LFS_ASSIGN(auto renames, PairRenames(*diff, read));
+  if (renames.empty()) return Status::Ok();
+  std::unordered_map<std::string, const Rename*> by_to;
+  std::set<std::string> from;
+  for (const auto& r : renames) {
+    by_to.emplace(r.to, &r);
+    from.insert(r.from);
+  }
+  std::vector<DiffEntry> out;
+  out.reserve(diff->size() - renames.size());
+  for (auto& d : *diff) {
+    if (d.change == 'D' && from.count(d.path)) continue;
+    if (d.change == 'A') {
+      if (auto it = by_to.find(d.path); it != by_to.end()) {
+        const Rename& r = *it->second;
+        DiffEntry e{r.to, 'R', r.before, r.after};
+        e.from_path = r.from;
+        e.similarity = r.score;
+        out.push_back(std::move(e));
+        continue;
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  *diff = std::move(out);
+  return Status::Ok();
 }
 
 }  // namespace layerfs::merge

@@ -11,6 +11,7 @@
 // or destinations (exact pairs are still found). Pure reads; thread-safe as the Store is.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,19 @@ struct Rename {
 // sources only (a merge asks only about files the other side changed, as Git's ort does).
 Result<std::vector<Rename>> FindRenames(Store& store, const ObjectId& base, const ObjectId& side, objects::Txn* txn,
                                         const std::set<std::string>* only_from = nullptr);
+
+// The content of one side of a change (after: d.after's, else d.before's).
+using ChangeContent = std::function<Result<std::string>(const DiffEntry& d, bool after)>;
+
+// The renames among `diff`'s removed and added regular files, paired as FindRenames pairs them
+// (identical content by id, then similarity over contents `read` gives), sorted by `from`.
+Result<std::vector<Rename>> PairRenames(const std::vector<DiffEntry>& diff, const ChangeContent& read,
+                                        const std::set<std::string>* only_from = nullptr);
+
+// Git's `diff -M`: each rename PairRenames finds replaces its removal and its addition in `diff`
+// by one change 'R' at the new path (from_path, similarity, before and after set), in path
+// order with the others.
+Status DetectRenames(std::vector<DiffEntry>* diff, const ChangeContent& read);
 
 // Git's similarity of two contents in percent (0 when they cannot reach half).
 int Similarity(std::string_view a, std::string_view b);

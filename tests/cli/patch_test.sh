@@ -84,7 +84,7 @@ lfs log -p -- lines.txt >"$WORK/logp"
 [ "$(grep -c '^commit ' "$WORK/logp")" = 2 ] && grep -q "^commit $c2$" "$WORK/logp" && grep -q "^commit $c1$" "$WORK/logp" ||
   fail "log -p -- lines.txt commits: $(cat "$WORK/logp")"
 [ "$(grep -c '^diff --git' "$WORK/logp")" = 2 ] || fail "log -p -- lines.txt shows other paths: $(cat "$WORK/logp")"
-[ "$(sed -n "/^commit $c2$/,/^commit $c1$/p" "$WORK/logp" | sed -n '/^diff --git/,/^commit/p' | sed '$d' | md5sum)" = \
+[ "$(sed -n "/^commit $c2$/,/^commit $c1$/p" "$WORK/logp" | sed -n '/^diff --git/,/^commit/p' | sed '$d' | sed '$d' | md5sum)" = \
   "$(lfs diff -p "$c1" "$c2" -- lines.txt | md5sum)" ] || fail "log -p's patch of $c2 is not diff -p's"
 expect_fail log --graph -p
 # rev-parse: the id a REF names.

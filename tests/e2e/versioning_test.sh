@@ -140,6 +140,18 @@ import json, sys
 changes = json.load(sys.stdin)["changes"]
 assert changes and json.load(open(sys.argv[1])) == changes, "diff --json alone is not status'"'"'s changes"' "$WORK/diff-alone.json" ||
   fail "diff --json alone in main's mount"
+# -M: a moved file is one change R (Git's -M) in status and in diff against the working tree,
+# found by content (the Workspace's ids; an empty file pairs only with an empty one).
+lfs status -M "$M" >"$WORK/st-M"
+grep -qx $'R100\tdocs/big.bin\tdocuments/big.bin' "$WORK/st-M" && ! grep -q 'D.docs/big.bin' "$WORK/st-M" ||
+  fail "status -M: $(cat "$WORK/st-M")"
+lfs status "$M" | grep -qx $'D\tdocs/big.bin' || fail "status without -M: the move is not D and A"
+(cd "$M" && lfs diff -M) | cmp -s "$WORK/st-M" - || fail "diff -M in main's mount is not status -M"
+lfs status -M "$F" | grep -qx $'R100\tempty\tsrc/moved-empty' || fail "status -M of f1: $(lfs status -M "$F")"
+lfs status -M -p "$M" >"$WORK/st-M.patch"
+grep -A3 '^diff --git a/docs/big.bin b/documents/big.bin$' "$WORK/st-M.patch" | tr '\n' '|' |
+  grep -q '^diff --git a/docs/big.bin b/documents/big.bin|similarity index 100%|rename from docs/big.bin|rename to documents/big.bin|$' ||
+  fail "status -M -p: $(cat "$WORK/st-M.patch")"
 c2=$(lfs commit "$M" -m main-two)
 c3=$(lfs commit "$F" -m f1-two)
 # From another Commit: in f1's mount (nothing uncommitted) the same as diff A f1's-head, in the

@@ -300,12 +300,16 @@ export class Store {
 
   /** Commits newest first along first parents from `ref` (default main); with `graph`, every
    * Commit reachable through all parents, children before their parents (`layerfs log --graph`);
-   * with `paths` (tree paths), only the Commits that changed one of them; with `patch`, each
-   * Commit's `changes` (within `paths`) with their Git unified diffs, as `show`. */
-  log(ref = "main", opts: { maxCount?: number; graph?: boolean; paths?: string[]; patch?: boolean } = {}):
-      Promise<Commit[]> {
-    return this.call("log", args({ ref, max_count: opts.maxCount, graph: opts.graph, paths: nonEmpty(opts.paths),
-      patch: opts.patch }));
+   * with `all`, from every branch and remote-tracking ref as well, through all parents (`git log
+   * --all`); with `paths` (tree paths), only the Commits that changed one of them; with
+   * `changes`, each Commit's `changes` against its first parent (a root Commit's: its tree,
+   * added); with `patch`, those with their Git unified diffs, as `show`; `renames` as in
+   * `diff`; with `reverse`, oldest first (after `maxCount` chose the newest). */
+  log(ref = "main", opts: { maxCount?: number; graph?: boolean; all?: boolean; paths?: string[]; changes?: boolean;
+                            patch?: boolean; reverse?: boolean; renames?: boolean } = {}): Promise<Commit[]> {
+    return this.call("log", args({ ref, max_count: opts.maxCount, graph: opts.graph, all: opts.all,
+      paths: nonEmpty(opts.paths), changes: opts.changes, patch: opts.patch, reverse: opts.reverse,
+      renames: opts.renames }));
   }
 
   /** The Commit id `ref` names (a branch, REMOTE/BRANCH, an id prefix, REF~N, REF^N), as
@@ -314,16 +318,19 @@ export class Store {
     return (await this.call<{ commit: string }>("rev_parse", { ref })).commit;
   }
 
-  /** A Commit with `changes`: the paths it changed against its first parent. */
-  show(commit: string, opts: { patch?: boolean; paths?: string[] } = {}): Promise<Commit> {
-    return this.call("show", args({ commit, patch: opts.patch, paths: nonEmpty(opts.paths) }));
+  /** A Commit with `changes`: the paths it changed against its first parent (a root Commit:
+   * its whole tree, added); `renames` as in `diff`. */
+  show(commit: string, opts: { patch?: boolean; paths?: string[]; renames?: boolean } = {}): Promise<Commit> {
+    return this.call("show", args({ commit, patch: opts.patch, paths: nonEmpty(opts.paths), renames: opts.renames }));
   }
 
   /** Paths added, deleted, modified, type- or mode-changed from `a` to `b` (or `a` as "A...B";
    * without `b`, to HEAD's working tree, uncommitted changes included, as `git diff A`);
-   * with `patch`, each with its Git unified diff; with `paths`, only the changes at or below them. */
-  diff(a: string, b?: string, opts: { patch?: boolean; paths?: string[] } = {}): Promise<Change[]> {
-    return this.call("diff", args({ a, b, patch: opts.patch, paths: nonEmpty(opts.paths) }));
+   * with `patch`, each with its Git unified diff; with `paths`, only the changes at or below them.
+   * With `renames` (Git's `-M`), a file moved, the same or at least half similar, is one change
+   * `R` at its new path with `from_path` and `similarity`, instead of a `D` and an `A`. */
+  diff(a: string, b?: string, opts: { patch?: boolean; paths?: string[]; renames?: boolean } = {}): Promise<Change[]> {
+    return this.call("diff", args({ a, b, patch: opts.patch, paths: nonEmpty(opts.paths), renames: opts.renames }));
   }
 
   /**
@@ -382,9 +389,9 @@ export class Store {
     return (await this.call<CommitResult>("commit", args({ target, message, amend: opts.amend }))).commit;
   }
 
-  /** Uncommitted changes of `target`'s Workspace (a mountpoint or a branch). */
-  status(target?: string, opts: { patch?: boolean; paths?: string[] } = {}): Promise<WorkspaceStatus> {
-    return this.call("status", args({ target, patch: opts.patch, paths: nonEmpty(opts.paths) }));
+  /** Uncommitted changes of `target`'s Workspace (a mountpoint or a branch); `renames` as in `diff`. */
+  status(target?: string, opts: { patch?: boolean; paths?: string[]; renames?: boolean } = {}): Promise<WorkspaceStatus> {
+    return this.call("status", args({ target, patch: opts.patch, paths: nonEmpty(opts.paths), renames: opts.renames }));
   }
 
   /** Discards `target`'s uncommitted changes; with `hard: REF` also moves the branch to REF. */

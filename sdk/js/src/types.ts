@@ -1,8 +1,8 @@
 // The typed results of LayerFS verbs: the JSON objects of docs/protocol.md, field for field
 // (ids are 32 lowercase hex digits; times are seconds since the epoch plus nanoseconds).
 
-/** A: added, D: deleted, M: modified, T: type changed, P: permissions (mode) changed. */
-export type ChangeKind = "A" | "D" | "M" | "T" | "P";
+/** A added, D deleted, M modified, T type changed, P mode changed, R renamed (when asked for). */
+export type ChangeKind = "A" | "D" | "M" | "T" | "P" | "R";
 
 /**
  * One side of a change: what a path was or became. `type` is file, dir, symlink, char, block,
@@ -24,9 +24,13 @@ export interface Change {
   after?: TreeEntry;
   /** Git's unified diff of the change, when asked for (`diff(a, b, { patch: true })`). */
   patch?: string;
+  /** R: the path the file was moved from (`path` is the new one). */
+  from_path?: string;
+  /** R: percent of the content the two have in common (100: the same). */
+  similarity?: number;
 }
 
-/** A Commit. `changes` is present only from `show`. */
+/** A Commit. `changes` is present from `show`, and from `log` with `changes` or `patch`. */
 export interface Commit {
   id: string;
   parents: string[];

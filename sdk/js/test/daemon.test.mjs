@@ -111,6 +111,13 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   assert.deepEqual(log[0].parents, [main.commit]);
   assert.equal(log[0].message, "two files");
   assert.ok(Math.abs(log[0].time - Date.now() / 1000) < 3600);
+  // every branch, oldest first, each with what it changed (git log --all --reverse --name-status)
+  const every = await s.log("try", { all: true, changes: true, reverse: true });
+  assert.deepEqual(every.map((c) => c.id), [main.commit, c1]);
+  assert.ok(every[1].changes.length > 0);
+  assert.deepEqual(every[1].changes.map((c) => [c.change, c.path]),
+    (await s.show(c1)).changes.map((c) => [c.change, c.path]));
+  assert.equal(log[0].changes, undefined);
 
   writeFileSync(join(mp, "notes.txt"), "second\n");
   const c2Part = await s.commit(mp, "edit, in part");

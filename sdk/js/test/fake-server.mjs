@@ -19,13 +19,13 @@ import { fileURLToPath } from "node:url";
 const S = "string", N = "number", B = "boolean", L = "array";
 export const ARGS = {
   branches: {}, mounts: {}, stats: {}, gc: {},
-  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B, paths: L, patch: B },
-  rev_parse: { ref: S }, show: { commit: S, patch: B, paths: L }, diff: { a: S, b: S, patch: B, paths: L }, cat: { commit: S, path: S, offset: N, length: N },
+  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B, all: B, reverse: B, changes: B, paths: L, patch: B, renames: B },
+  rev_parse: { ref: S }, show: { commit: S, patch: B, paths: L, renames: B }, diff: { a: S, b: S, patch: B, paths: L, renames: B }, cat: { commit: S, path: S, offset: N, length: N },
   export: { commit: S, dir: S },
   import: { dir: S, branch: S, message: S, jobs: N },
   mount: { ref: S, mountpoint: S, read_only: B, allow_other: B, single_threaded: B, threads: B, no_follow_cpu: B },
   umount: { mountpoint: S },
-  commit: { target: S, message: S, amend: B }, status: { target: S, patch: B, paths: L }, reset: { target: S, hard: S },
+  commit: { target: S, message: S, amend: B }, status: { target: S, patch: B, paths: L, renames: B }, reset: { target: S, hard: S },
   restore: { target: S, paths: L, source: S },
   verify: { commits: L, fetch: B },
   remote_list: {}, remote_add: { name: S, url: S, lazy: B }, remote_remove: { name: S },
@@ -248,10 +248,12 @@ export class FakeDaemon {
         const out = [];
         let c = m.resolve(a.ref ?? "main");
         while (c && out.length < (a.max_count ?? Infinity)) {
-          out.push(m.commits.get(c));
-          c = m.commits.get(c).parents[0];
+          const commit = m.commits.get(c);
+          const before = commit.parents.length ? m.trees.get(commit.parents[0]) : new Map();
+          out.push(a.changes ? { ...commit, changes: m.changes(before, m.trees.get(c)) } : commit);
+          c = commit.parents[0];
         }
-        return out;
+        return a.reverse ? out.reverse() : out;
       }
       case "rev_parse":
         return { ref: a.ref, commit: m.resolve(a.ref) };

@@ -27,7 +27,8 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "branches": {},
     "fork": {"name": (str,), "from": (str,)},
     "branch_delete": {"name": (str,)},
-    "log": {"ref": (str,), "max_count": (int,), "graph": (bool,), "paths": (list,), "patch": (bool,)},
+    "log": {"ref": (str,), "max_count": (int,), "graph": (bool,), "all": (bool,), "reverse": (bool,),
+            "changes": (bool,), "paths": (list,), "patch": (bool,), "renames": (bool,)},
     "remote_list": {},
     "remote_add": {"name": (str,), "url": (str,), "lazy": (bool,)},
     "remote_remove": {"name": (str,)},
@@ -36,8 +37,8 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "pull": {"remote": (str,), "branch": (str,)},
     "clone": {"url": (str,), "store": (str,), "lazy": (bool,)},
     "rev_parse": {"ref": (str,)},
-    "show": {"commit": (str,), "patch": (bool,), "paths": (list,)},
-    "diff": {"a": (str,), "b": (str,), "patch": (bool,), "paths": (list,)},
+    "show": {"commit": (str,), "patch": (bool,), "paths": (list,), "renames": (bool,)},
+    "diff": {"a": (str,), "b": (str,), "patch": (bool,), "paths": (list,), "renames": (bool,)},
     "cat": {"commit": (str,), "path": (str,), "offset": (int,), "length": (int,)},
     "export": {"commit": (str,), "dir": (str,)},
     "import": {"dir": (str,), "branch": (str,), "message": (str,), "jobs": (int,)},
@@ -46,7 +47,7 @@ ARGS: dict[str, dict[str, tuple[type, ...]]] = {
     "umount": {"mountpoint": (str,)},
     "mounts": {},
     "commit": {"target": (str,), "message": (str,), "amend": (bool,)},
-    "status": {"target": (str,), "patch": (bool,), "paths": (list,)},
+    "status": {"target": (str,), "patch": (bool,), "paths": (list,), "renames": (bool,)},
     "reset": {"target": (str,), "hard": (str,)},
     "restore": {"target": (str,), "paths": (list,), "source": (str,)},
     "stats": {},
@@ -330,9 +331,11 @@ class FakeDaemon:
         if verb == "log":
             cid, out = m.resolve(a.get("ref", "main")), []
             while cid and len(out) < a.get("max_count", 1 << 30):
-                out.append(m.commits[cid])
-                cid = m.commits[cid]["parents"][0] if m.commits[cid]["parents"] else None
-            return out
+                c = m.commits[cid]
+                before = m.trees[c["parents"][0]] if c["parents"] else {}
+                out.append({**c, "changes": m.changes(before, m.trees[cid])} if a.get("changes") else c)
+                cid = c["parents"][0] if c["parents"] else None
+            return out[::-1] if a.get("reverse") else out
         if verb == "rev_parse":
             return {"ref": a["ref"], "commit": m.resolve(a["ref"])}
         if verb == "show":

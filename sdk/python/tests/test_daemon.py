@@ -80,6 +80,12 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         assert abs(log[0].time - time.time()) < 3600 and 0 <= log[0].time_nsec < 10**9
         assert log[0].files == 3 and log[0].logical_bytes == len(payload) + 6  # entries: src, src/a.bin, notes.txt
         assert [c.id for c in s.log("try", max_count=1)] == [c1]
+        # every branch, oldest first, each with what it changed (git log --all --reverse --name-status)
+        every = s.log("try", all=True, changes=True, reverse=True)
+        assert [c.id for c in every] == [root, c1]
+        assert [(ch.change, ch.path) for ch in every[1].changes] == \
+            [(ch.change, ch.path) for ch in s.show(c1).changes] and every[1].changes
+        assert log[0].changes is None
         assert s.rev_parse("try") == c1 and s.rev_parse("try~1") == root and s.rev_parse(c1[:8]) == c1
         with pytest.raises(layerfs.NotFound):
             s.rev_parse("nosuch")

@@ -343,6 +343,70 @@ std::set<std::pair<std::string, char>> Changes(const std::vector<DiffEntry>& d) 
   return s;
 }
 
+// The change a Commit made: against its first parent; a root Commit's is its whole tree, added.
+TEST_F(StoreTest, DiffParentOfARootCommitIsItsWholeTree) {
+  std::string src = tmp_ / "src";
+  fs::create_directories(src + "/dir/deep");
+  WriteFile(src + "/top", "t");
+  WriteFile(src + "/dir/deep/file", "f");
+  ObjectId a = Import(src);
+  auto ca = store_->GetCommit(a);
+  ASSERT_TRUE(ca.ok());
+  auto against_parent = store_->DiffParent(*ca);
+  ASSERT_TRUE(against_parent.ok()) << against_parent.status().ToString();
+  EXPECT_EQ(Changes(*against_parent), Changes(*store_->Diff(ca->parents[0], a)));
+  // A root Commit with that tree: every path added, directories before what they hold.
+  auto orphan = store_->CommitTree("orphan", ca->root, std::nullopt, "root with content", 0, 2);
+  ASSERT_TRUE(orphan.ok()) << orphan.status().ToString();
+  auto co = store_->GetCommit(*orphan);
+  ASSERT_TRUE(co.ok());
+  ASSERT_TRUE(co->parents.empty());
+  auto whole = store_->DiffParent(*co);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  std::set<std::pair<std::string, char>> want = {
+      {"dir", 'A'}, {"dir/deep", 'A'}, {"dir/deep/file", 'A'}, {"top", 'A'}};
+  EXPECT_EQ(Changes(*whole), want);
+  ASSERT_EQ(whole->size(), want.size());
+  EXPECT_EQ((*whole)[0].path, "dir");
+  for (const auto& e : *whole) {
+    EXPECT_TRUE(e.after && !e.before) << e.path;
+    if (e.path == "dir/deep/file") {
+      EXPECT_EQ(e.after->size, 1u);
+    }
+  }
+  // The empty init Commit changed nothing.
+  auto init = store_->GetCommit(ca->parents[0]);
+  ASSERT_TRUE(init.ok());
+  EXPECT_TRUE(store_->DiffParent(*init)->empty());
+}
+
+// log --all: every Commit reachable from any start, each once, children before parents.
+TEST_F(StoreTest, LogAllFromSeveralStartsListsEachCommitOnce) {
+  std::string src = tmp_ / "src";
+  fs::create_directories(src);
+  WriteFile(src + "/f", "1");
+  ObjectId c1 = Import(src);
+  ASSERT_TRUE(store_->Fork("side", c1.Hex()).ok());
+  WriteFile(src + "/f", "2");
+  ObjectId c2 = Import(src);
+  ImportOptions o;
+  o.branch = "side";
+  WriteFile(src + "/f", "3");
+  auto c3 = store_->Import(src, o);
+  ASSERT_TRUE(c3.ok()) << c3.status().ToString();
+  auto log = store_->LogAll(std::vector<ObjectId>{c2, *c3, c1, c2});
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_EQ(log->size(), 4u);  // c2, c3, c1, init: c1 though named as a start comes after its children
+  std::vector<ObjectId> ids;
+  for (const auto& c : *log) ids.push_back(c.id);
+  EXPECT_EQ(std::set<ObjectId>(ids.begin(), ids.begin() + 2), (std::set<ObjectId>{c2, *c3}));
+  EXPECT_EQ(ids[2], c1);
+  EXPECT_TRUE((*log)[3].parents.empty());
+  auto two = store_->LogAll(std::vector<ObjectId>{c2, *c3}, 2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->size(), 2u);
+}
+
 TEST_F(StoreTest, DiffReportsEveryKindOfChange) {
   std::string src = tmp_ / "src";
   fs::create_directories(src + "/dir/deep");

@@ -340,8 +340,10 @@ def _paths(paths: Sequence[str] | None) -> list[str] | None:
 
 
 def log(ref: str, max_count: int | None, graph: bool = False, paths: Sequence[str] | None = None,
-        patch: bool = False) -> Call[list[Commit]]:
-    return Call("log", _args(ref=ref, max_count=max_count, graph=graph, paths=_paths(paths), patch=patch),
+        patch: bool = False, all: bool = False, changes: bool = False,
+        reverse: bool = False, renames: bool = False) -> Call[list[Commit]]:
+    return Call("log", _args(ref=ref, max_count=max_count, graph=graph, all=all, paths=_paths(paths),
+                             changes=changes, patch=patch, reverse=reverse, renames=renames),
                 _list(Commit))
 
 
@@ -349,12 +351,13 @@ def rev_parse(ref: str) -> Call[str]:
     return Call("rev_parse", {"ref": ref}, lambda r: str(r["commit"]))
 
 
-def show(commit: str, patch: bool, paths: Sequence[str] | None = None) -> Call[Commit]:
-    return Call("show", _args(commit=commit, patch=patch, paths=_paths(paths)), Commit.from_json)
+def show(commit: str, patch: bool, paths: Sequence[str] | None = None, renames: bool = False) -> Call[Commit]:
+    return Call("show", _args(commit=commit, patch=patch, paths=_paths(paths), renames=renames), Commit.from_json)
 
 
-def diff(a: str, b: str | None, patch: bool, paths: Sequence[str] | None = None) -> Call[list[Change]]:
-    return Call("diff", _args(a=a, b=b, patch=patch, paths=_paths(paths)), _list(Change))
+def diff(a: str, b: str | None, patch: bool, paths: Sequence[str] | None = None,
+         renames: bool = False) -> Call[list[Change]]:
+    return Call("diff", _args(a=a, b=b, patch=patch, paths=_paths(paths), renames=renames), _list(Change))
 
 
 def cat(commit: str, path: str, offset: int, length: int | None) -> Call[tuple[bytes, int]]:
@@ -399,8 +402,9 @@ def commit(target: str | os.PathLike[str] | None, message: str, amend: bool = Fa
 
 
 def status(target: str | os.PathLike[str] | None, patch: bool = False,
-           paths: Sequence[str] | None = None) -> Call[WorkspaceStatus]:
-    return Call("status", _args(target=_target(target), patch=patch, paths=_paths(paths)), WorkspaceStatus.from_json)
+           paths: Sequence[str] | None = None, renames: bool = False) -> Call[WorkspaceStatus]:
+    return Call("status", _args(target=_target(target), patch=patch, paths=_paths(paths), renames=renames),
+                WorkspaceStatus.from_json)
 
 
 def reset(target: str | os.PathLike[str] | None, hard: str | None) -> Call[ResetResult]:

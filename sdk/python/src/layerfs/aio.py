@@ -218,22 +218,24 @@ class AsyncStore:
         await self._run(_core.branch_delete(name))
 
     async def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False,
-                  paths: Sequence[str] | None = None, patch: bool = False) -> list[Commit]:
+                  paths: Sequence[str] | None = None, patch: bool = False, *, all: bool = False,
+                  changes: bool = False, reverse: bool = False, renames: bool = False) -> list[Commit]:
         """Commits newest first from ``ref`` (see ``Store.log``)."""
-        return await self._run(_core.log(ref, max_count, graph, paths, patch))
+        return await self._run(_core.log(ref, max_count, graph, paths, patch, all, changes, reverse, renames))
 
     async def rev_parse(self, ref: str) -> str:
         """The Commit id ``ref`` names (see ``Store.rev_parse``)."""
         return await self._run(_core.rev_parse(ref))
 
-    async def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None) -> Commit:
+    async def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None, *,
+                   renames: bool = False) -> Commit:
         """A Commit with its changes (see ``Store.show``)."""
-        return await self._run(_core.show(commit, patch, paths))
+        return await self._run(_core.show(commit, patch, paths, renames))
 
     async def diff(self, a: str, b: str | None = None, patch: bool = False,
-                   paths: Sequence[str] | None = None) -> list[Change]:
+                   paths: Sequence[str] | None = None, *, renames: bool = False) -> list[Change]:
         """Changes from ``a`` to ``b`` (see ``Store.diff``)."""
-        return await self._run(_core.diff(a, b, patch, paths))
+        return await self._run(_core.diff(a, b, patch, paths, renames))
 
     async def cat(self, commit: str, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """A file of a Commit (see ``Store.cat``)."""
@@ -273,9 +275,9 @@ class AsyncStore:
         return (await self._run(_core.commit(target, message, amend))).commit
 
     async def status(self, target: PathArg | None = None, patch: bool = False,
-                     paths: Sequence[str] | None = None) -> WorkspaceStatus:
+                     paths: Sequence[str] | None = None, *, renames: bool = False) -> WorkspaceStatus:
         """Uncommitted changes (see ``Store.status``)."""
-        return await self._run(_core.status(target, patch, paths))
+        return await self._run(_core.status(target, patch, paths, renames))
 
     async def reset(self, target: PathArg | None = None, hard: str | None = None) -> ResetResult:
         """Discards changes, or moves the branch with ``hard`` (see ``Store.reset``)."""

@@ -244,32 +244,40 @@ class Store:
         self._run(_core.branch_delete(name))
 
     def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False,
-            paths: Sequence[str] | None = None, patch: bool = False) -> list[Commit]:
+            paths: Sequence[str] | None = None, patch: bool = False, *, all: bool = False,
+            changes: bool = False, reverse: bool = False, renames: bool = False) -> list[Commit]:
         """Commits newest first along first parents from ``ref``; at most ``max_count``. With
         ``graph``, every Commit reachable through all parents, children before their parents
-        (``layerfs log --graph``). With ``paths`` (tree paths, files or directories), only the
-        Commits that changed one of them against their first parent. With ``patch``, each
-        Commit's ``changes`` (within ``paths``) with their Git unified diffs, as ``show``."""
-        return self._run(_core.log(ref, max_count, graph, paths, patch))
+        (``layerfs log --graph``); with ``all``, from every branch and remote-tracking ref as
+        well (``git log --all``). With ``paths`` (tree paths, files or directories), only the
+        Commits that changed one of them against their first parent. With ``changes``, each
+        Commit's ``changes`` against its first parent (a root Commit's: its tree, added); with
+        ``patch``, those with their Git unified diffs, as ``show``; ``renames`` as in ``diff``.
+        With ``reverse``, oldest first (after ``max_count`` chose the newest)."""
+        return self._run(_core.log(ref, max_count, graph, paths, patch, all, changes, reverse, renames))
 
     def rev_parse(self, ref: str) -> str:
         """The Commit id ``ref`` names (a branch, REMOTE/BRANCH, an id prefix, REF~N, REF^N),
         as ``git rev-parse``; NotFound when it names nothing."""
         return self._run(_core.rev_parse(ref))
 
-    def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None) -> Commit:
-        """A Commit with ``changes``: the paths it changed against its first parent (with
-        ``patch``, each change's Git unified diff in ``Change.patch``; with ``paths``, only the
-        changes at or below them)."""
-        return self._run(_core.show(commit, patch, paths))
+    def show(self, commit: str, patch: bool = False, paths: Sequence[str] | None = None, *,
+             renames: bool = False) -> Commit:
+        """A Commit with ``changes``: the paths it changed against its first parent (a root
+        Commit: its whole tree, added); with ``patch``, each change's Git unified diff in
+        ``Change.patch``; with ``paths``, only the changes at or below them; ``renames`` as in
+        ``diff``."""
+        return self._run(_core.show(commit, patch, paths, renames))
 
     def diff(self, a: str, b: str | None = None, patch: bool = False,
-             paths: Sequence[str] | None = None) -> list[Change]:
+             paths: Sequence[str] | None = None, *, renames: bool = False) -> list[Change]:
         """Paths added, deleted, modified, type- or mode-changed from ``a`` to ``b``
         (or ``a`` given as "A...B"; without ``b``, to HEAD's working tree, uncommitted changes
         included, as ``git diff A``); with ``patch``, each with its Git unified diff; with
-        ``paths``, only the changes at or below them."""
-        return self._run(_core.diff(a, b, patch, paths))
+        ``paths``, only the changes at or below them. With ``renames`` (Git's ``-M``), a file
+        moved, the same or at least half similar, is one change ``R`` at its new path with
+        ``from_path`` and ``similarity``, instead of a ``D`` and an ``A``."""
+        return self._run(_core.diff(a, b, patch, paths, renames))
 
     def cat(self, commit: str, path: str, offset: int = 0, length: int | None = None) -> bytes:
         """The content of ``path`` in ``commit`` (a symlink's target for a symlink): ``length``
@@ -321,10 +329,11 @@ class Store:
         return self._run(_core.commit(target, message, amend)).commit
 
     def status(self, target: PathArg | None = None, patch: bool = False,
-               paths: Sequence[str] | None = None) -> WorkspaceStatus:
+               paths: Sequence[str] | None = None, *, renames: bool = False) -> WorkspaceStatus:
         """Uncommitted changes of ``target``'s Workspace (a mountpoint or a branch); with
-        ``patch``, each with its Git unified diff against the head Commit (``Change.patch``)."""
-        return self._run(_core.status(target, patch, paths))
+        ``patch``, each with its Git unified diff against the head Commit (``Change.patch``);
+        ``renames`` as in ``diff``."""
+        return self._run(_core.status(target, patch, paths, renames))
 
     def reset(self, target: PathArg | None = None, hard: str | None = None) -> ResetResult:
         """Discards ``target``'s uncommitted changes; with ``hard=REF`` also moves the branch

@@ -29,8 +29,9 @@ def _build(cls: type[T], data: Any) -> T:
 _FIELDS: dict[type, frozenset[str]] = {}
 
 
-ChangeKind = Literal["A", "D", "M", "T", "P"]
-"""A added, D deleted, M modified, T type changed, P permissions (mode) changed."""
+ChangeKind = Literal["A", "D", "M", "T", "P", "R"]
+"""A added, D deleted, M modified, T type changed, P permissions (mode) changed, R renamed (only
+when renames were asked for)."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class TreeEntry:
 
 @dataclass(frozen=True)
 class Change:
-    """A path that differs between two trees; ``change`` is one of A, D, M, T, P."""
+    """A path that differs between two trees; ``change`` is one of A, D, M, T, P, and R (a
+    rename, when asked for with ``renames=True``: ``path`` is the new path)."""
 
     path: str
     change: str
@@ -60,6 +62,10 @@ class Change:
     after: TreeEntry | None = None
     patch: str | None = None
     """Git's unified diff of the change, when asked for (``diff(..., patch=True)``)."""
+    from_path: str | None = None
+    """R: the path the file was moved from."""
+    similarity: int | None = None
+    """R: percent of the content the two have in common (100: the same)."""
 
     @classmethod
     def from_json(cls, data: Any) -> Change:
@@ -84,7 +90,8 @@ class Commit:
     """Entries in the Commit's tree, of every type (directories count); ``logical_bytes`` sums
     the file sizes."""
     changes: list[Change] | None = None
-    """Only from ``show``: what this Commit changed against its first parent."""
+    """From ``show``, and ``log`` with ``changes`` or ``patch``: what this Commit changed against
+    its first parent."""
 
     @property
     def datetime(self) -> _dt.datetime:

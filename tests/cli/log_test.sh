@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# log as Git users write it: --format/--pretty placeholders, --stat / --name-only / --name-status,
+# --all over every branch, --reverse (a root Commit's whole tree as its change: StoreTest.DiffParent...).
+source "$(dirname "$0")/lib.bash" "$1"
+SRC=$WORK/src
+mkdir -p "$SRC/sub"
+printf 'one\n' >"$SRC/a.txt"
+lfs init "$LAYERFS_STORE" >/dev/null
+init=$(lfs rev-parse main)
+c1=$(lfs import -m "first
+the body, line one
+line two" "$SRC")
+printf 'two\n' >"$SRC/sub/b.txt"
+printf 'ONE\n' >"$SRC/a.txt"
+c2=$(lfs import -m second "$SRC")
+lfs fork side "$c1" >/dev/null
+printf 'side\n' >"$SRC/side.txt"
+rm "$SRC/sub/b.txt"
+c3=$(lfs import --branch side -m "on side" "$SRC")
+t2=$(lfs log --json -n 1 main | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["time"])')
+
+# --format: ids, parents, tree, subject, body, whole message, times; unknown placeholders kept.
+[ "$(lfs log --format='%H|%h|%p|%s' main)" = "$c2|${c2:0:12}|${c1:0:12}|second
+$c1|${c1:0:12}|${init:0:12}|first
+$init|${init:0:12}||init" ] || fail "log --format ids/subjects: $(lfs log --format='%H|%h|%p|%s' main)"
+[ "$(lfs log -n 1 --format=%b "$c1")" = "the body, line one
+line two" ] || fail "%b: $(lfs log -n 1 --format=%b "$c1")"
+[ "$(lfs log -n 1 --format='%B' "$c1" | wc -l)" = 3 ] || fail "%B: $(lfs log -n 1 --format='%B' "$c1")"
+[ "$(lfs log -n 1 --format='%T' main)" = "$(lfs show --json main | python3 -c 'import json,sys; print(json.load(sys.stdin)["root"])')" ] ||
+  fail "%T"
+[ "$(lfs log -n 1 --pretty=format:%ct main)" = "$t2" ] || fail "%ct: $(lfs log -n 1 --pretty=format:%ct main)"
+[ "$(lfs log -n 1 --format=%cI main)" = "$(date -u -d "@$t2" +%Y-%m-%dT%H:%M:%S+00:00)" ] || fail "%cI"
+[ "$(lfs log -n 1 --format=%cd main)" = "$(LC_ALL=C date -u -d "@$t2" '+%a %b %-d %H:%M:%S %Y +0000')" ] || fail "%cd"
+[ "$(lfs log -n 1 --format='%%|%x|%n|' main)" = "%|%x|
+|" ] || fail "%% %x %n: $(lfs log -n 1 --format='%%|%x|%n|' main)"
+[[ "$(lfs log -n 1 --format=%cr main)" =~ ^[0-9]+\ (second|minute)s?\ ago$ ]] || fail "%cr: $(lfs log -n 1 --format=%cr main)"
+[ "$(lfs log --pretty=oneline main | head -1)" = "$c2 second" ] || fail "--pretty=oneline"
+# format: separates (no newline after the last), tformat: and plain text terminate
+[ "$(lfs log --format=format:%h main | od -c | tail -2 | head -1 | awk '{print $NF}')" != '\n' ] ||
+  fail "format: ended in a newline"
+[ "$(lfs log --format=tformat:%h main | tail -c 1 | od -An -c | tr -d ' ')" = '\n' ] || fail "tformat: did not end in one"
+lfs log --pretty=medium main | grep -q "^commit $c2$" || fail "--pretty=medium is show's header"
+expect_fail log --format=nosuchformat
+lfs log --pretty=nosuchformat 2>"$WORK/err" && fail "bad format accepted"
+[ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "invalid --format 'nosuchformat'" "$WORK/err" || fail "bad format: $(cat "$WORK/err")"
+
+# --name-only / --name-status / --stat: each Commit's change against its first parent.
+[ "$(lfs log --name-only --format=%s main)" = "second
+
+a.txt
+sub/b.txt
+first
+
+a.txt
+sub
+init" ] || fail "log --name-only: $(lfs log --name-only --format=%s main)"
+[ "$(lfs log --oneline --name-status -n 1 side)" = "${c3:0:12} on side
+M	a.txt
+A	side.txt" ] || fail "log --name-status: $(lfs log --oneline --name-status -n 1 side)"
+lfs log --stat -n 1 main >"$WORK/stat"
+grep -q "^commit $c2$" "$WORK/stat" && grep -q '^M a.txt  *+0 bytes$' "$WORK/stat" &&
+  grep -q '^A sub/b.txt  *+4 bytes$' "$WORK/stat" && grep -q '^2 paths changed: 1 added, 0 removed, 1 modified' "$WORK/stat" ||
+  fail "log --stat: $(cat "$WORK/stat")"
+# the same changes in JSON (the protocol's `changes`), within paths
+lfs log --json --name-status -- sub >"$WORK/changes.json"
+python3 - "$WORK/changes.json" "$c2" "$c1" <<'PY' || fail "log --name-status --json"
+import json, sys
+log = json.load(open(sys.argv[1]))
+assert [c["id"] for c in log] == sys.argv[2:], log
+assert [(e["change"], e["path"]) for e in log[0]["changes"]] == [("A", "sub/b.txt")], log
+assert [(e["change"], e["path"]) for e in log[1]["changes"]] == [("A", "sub")], log
+PY
+# the multi-line message indented line by line, as Git shows one
+lfs show "$c1" | grep -q '^    line two$' || fail "show indents every line: $(lfs show "$c1")"
+
+# --all: every branch through all parents, newest first; with REF as well; --reverse
+[ "$(lfs log --all --format=%H | sort)" = "$(printf '%s\n' "$c1" "$c2" "$c3" "$init" | sort)" ] ||
+  fail "log --all: $(lfs log --all --oneline)"
+[ "$(lfs log --all --format=%H | tail -1)" = "$init" ] && [ "$(lfs log --all --format=%H | sed -n 3p)" = "$c1" ] ||
+  fail "log --all order: $(lfs log --all --oneline)"
+[ "$(lfs log --all -n 2 --format=%H | sort)" = "$(printf '%s\n' "$c2" "$c3" | sort)" ] || fail "log --all -n 2"
+[ "$(lfs log --all "$c1" --format=%H | wc -l)" = 4 ] || fail "log --all REF"
+[ "$(lfs log --all --format=%s -- side.txt)" = "on side" ] && [ -z "$(lfs log --format=%s -- side.txt)" ] &&
+  [ "$(lfs log --all --format=%s -- sub/b.txt)" = second ] || fail "log --all -- PATH: $(lfs log --all --format=%s -- side.txt)"
+lfs log --all --graph --format='%h %s' >"$WORK/graph"
+grep -q "^[*| ]*\* ${c1:0:12} first$" "$WORK/graph" || fail "graph --format: $(cat "$WORK/graph")"
+[ "$(grep -c '^[*| ]*\*' "$WORK/graph")" = 4 ] || fail "graph --all lists every Commit: $(cat "$WORK/graph")"
+[ "$(lfs log --reverse --format=%s main)" = "init
+first
+second" ] || fail "log --reverse: $(lfs log --reverse --format=%s main)"
+[ "$(lfs log --reverse -n 1 --format=%s main)" = second ] || fail "log --reverse -n 1 (newest, as Git)"
+expect_fail log --graph --reverse
+expect_fail log --graph --stat
+expect_fail log -n -1
+echo "log ok"
