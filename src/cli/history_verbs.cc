@@ -1,10 +1,15 @@
 // Verbs that read history: log, show, diff, cat, export.
 #include <dirent.h>
+#include <regex.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <memory>
 
 #include "cli/cli.h"
 #include "cli/json_shapes.h"
@@ -146,6 +151,66 @@ std::string FormatCommit(std::string_view f, const json& c) {
   return out;
 }
 
+// A date as Git's --since/--until read them: @SECONDS, YYYY-MM-DD[(T| )HH:MM[:SS]][Z] (UTC),
+// "N second(s)|minute(s)|hour(s)|day(s)|week(s)|month(s)|year(s) ago" (dots for spaces too),
+// now, today (midnight UTC), yesterday (a day ago).
+Result<int64_t> ParseDate(const std::string& text, int64_t now) {
+  std::string s = text;
+  std::replace(s.begin(), s.end(), '.', ' ');
+  auto bad = [&] {
+    return Status::Invalid(fmt::format("cannot read the date '{}': use YYYY-MM-DD[ HH:MM[:SS]], @SECONDS, "
+                                       "'N hours ago' (seconds ... years), now, today or yesterday", text));
+  };
+  if (s == "now") return now;
+  if (s == "today") return now - now % 86400;
+  if (s == "yesterday") return now - 86400;
+  if (s.size() > 1 && s[0] == '@') {
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data() + 1, s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) return bad();
+    return v;
+  }
+  {
+    long long n = 0;
+    char unit[16] = {}, ago[8] = {};
+    int used = 0;
+    if (sscanf(s.c_str(), "%lld %15[a-z] %7[a-z]%n", &n, unit, ago, &used) == 3 && used == static_cast<int>(s.size()) &&
+        std::string(ago) == "ago" && n >= 0) {
+      std::string u = unit;
+      if (u.size() > 1 && u.back() == 's') u.pop_back();
+      static const std::pair<const char*, int64_t> kUnits[] = {{"second", 1},     {"minute", 60},      {"hour", 3600},
+                                                               {"day", 86400},    {"week", 7 * 86400}, {"month", 30 * 86400},
+                                                               {"year", 365 * 86400}};
+      for (const auto& [name, secs] : kUnits)
+        if (u == name) return now - static_cast<int64_t>(n) * secs;
+      return bad();
+    }
+  }
+  struct tm tm = {};
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, used = 0;
+  const char* c = s.c_str();
+  if (sscanf(c, "%4d-%2d-%2d%n", &y, &mo, &d, &used) != 3 || used != 10) return bad();
+  std::string rest = s.substr(10);
+  if (!rest.empty() && rest.back() == 'Z') rest.pop_back();
+  if (rest.size() >= 6 && rest.compare(rest.size() - 6, 6, "+00:00") == 0) rest.resize(rest.size() - 6);
+  if (!rest.empty()) {
+    if (rest[0] != ' ' && rest[0] != 'T') return bad();
+    int n2 = 0;
+    if (sscanf(rest.c_str() + 1, "%2d:%2d%n", &h, &mi, &n2) != 2) return bad();
+    int more = 0;
+    if (rest[1 + n2] == ':' && sscanf(rest.c_str() + 2 + n2, "%2d%n", &sec, &more) == 1) n2 += 1 + more;
+    if (static_cast<size_t>(1 + n2) != rest.size()) return bad();
+  }
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return bad();
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
 // Git's named formats that read as one line; the others (medium, full...) print as show does.
 std::optional<std::string> NamedFormat(const std::string& name) {
   if (name == "oneline") return "%H %s";
@@ -251,6 +316,11 @@ Verb Log() {
              "Git's named formats (oneline, reference, medium...) or format:TEXT with %H %h %s %b %B %P %T %cd "
              "%ct %ci %cI %cr %n",
              false, true},
+            {"grep", ArgType::kString, "--grep", "Only Commits whose message matches this extended regular expression"},
+            {"ignore_case", ArgType::kBool, "-i,--regexp-ignore-case", "--grep ignoring case"},
+            {"since", ArgType::kString, "--since,--after",
+             "Only Commits made at or after this date: YYYY-MM-DD[ HH:MM[:SS]] (UTC), @SECONDS, 'N hours ago'..."},
+            {"until", ArgType::kString, "--until,--before", "Only Commits made at or before this date (as --since)"},
             kRenames, kPaths, kPatch};
   v.from_cli = [](std::string*, Args* a) -> Status {
     if (a->Bool("stat") || a->Bool("name_only")) a->raw()["changes"] = true;
@@ -273,39 +343,67 @@ Verb Log() {
     const size_t limit = static_cast<size_t>(a.Int("max_count", 0));
     if (a.Int("max_count", 0) < 0) return Status::Invalid("log: -n takes a count of 0 or more");
     const bool all_parents = a.Bool("graph") || a.Bool("all");
-    std::vector<CommitInfo> log;
+    // Filters: paths, the message, the time. Git applies -n to what they let through.
     std::vector<std::string> paths;  // resolved once (Context::TreePaths reads the mount table)
     if (a.Has("paths")) {
-      // The Commits that changed a path against their first parent.
-      if (a.Bool("graph")) return Status::Invalid("log --graph does not take paths");
       LFS_ASSIGN(paths, ctx.TreePaths(a.Strings("paths")));
-      auto keep = [&](const CommitInfo& c) -> Result<bool> {
-        std::optional<ObjectId> parent;
-        if (!c.parents.empty()) parent = c.parents[0];
-        return PathsChanged(*st, parent, c.id, paths);
-      };
+    }
+    std::optional<regex_t> re;
+    std::unique_ptr<regex_t, void (*)(regex_t*)> re_hold(nullptr, regfree);
+    if (a.Has("grep")) {
+      re.emplace();
+      const int rc = regcomp(&*re, a.Str("grep").c_str(), REG_EXTENDED | REG_NOSUB | (a.Bool("ignore_case") ? REG_ICASE : 0));
+      if (rc != 0) {
+        char why[256];
+        regerror(rc, &*re, why, sizeof why);
+        return Status::Invalid(fmt::format("--grep '{}': {}", a.Str("grep"), why));
+      }
+      re_hold.reset(&*re);
+    }
+    const int64_t now = static_cast<int64_t>(::time(nullptr));
+    std::optional<int64_t> since, until;
+    if (a.Has("since")) {
+      LFS_ASSIGN(since, ParseDate(a.Str("since"), now));
+    }
+    if (a.Has("until")) {
+      LFS_ASSIGN(until, ParseDate(a.Str("until"), now));
+    }
+    const bool filtered = a.Has("paths") || re || since || until;
+    if (a.Bool("graph") && filtered) return Status::Invalid("log --graph does not take paths, --grep, --since or --until");
+    auto keep = [&](const CommitInfo& c) -> Result<bool> {
+      if (re && regexec(&*re, c.message.c_str(), 0, nullptr, 0) != 0) return false;
+      if (since && c.time_sec < *since) return false;
+      if (until && c.time_sec > *until) return false;
+      if (!a.Has("paths")) return true;
+      // Changed one of the paths against its first parent.
+      std::optional<ObjectId> parent;
+      if (!c.parents.empty()) parent = c.parents[0];
+      return PathsChanged(*st, parent, c.id, paths);
+    };
+    std::vector<CommitInfo> log;
+    if (!filtered) {
       if (all_parents) {
-        LFS_ASSIGN(auto every, st->LogAll(starts));
-        for (auto& c : every) {
-          if (limit != 0 && log.size() >= limit) break;
-          LFS_ASSIGN(bool changed, keep(c));
-          if (changed) log.push_back(std::move(c));
-        }
+        LFS_ASSIGN(log, st->LogAll(starts, limit));
       } else {
-        // Along first parents, reading one Commit at a time (stops at the limit).
-        std::optional<ObjectId> cur = starts[0];
-        while (cur && (limit == 0 || log.size() < limit)) {
-          LFS_ASSIGN(auto c, st->GetCommit(*cur));
-          cur.reset();
-          if (!c.parents.empty()) cur = c.parents[0];
-          LFS_ASSIGN(bool changed, keep(c));
-          if (changed) log.push_back(std::move(c));
-        }
+        LFS_ASSIGN(log, st->Log(starts[0], limit));
       }
     } else if (all_parents) {
-      LFS_ASSIGN(log, st->LogAll(starts, limit));
+      LFS_ASSIGN(auto every, st->LogAll(starts));
+      for (auto& c : every) {
+        if (limit != 0 && log.size() >= limit) break;
+        LFS_ASSIGN(bool kept, keep(c));
+        if (kept) log.push_back(std::move(c));
+      }
     } else {
-      LFS_ASSIGN(log, st->Log(starts[0], limit));
+      // Along first parents, reading one Commit at a time (stops at the limit).
+      std::optional<ObjectId> cur = starts[0];
+      while (cur && (limit == 0 || log.size() < limit)) {
+        LFS_ASSIGN(auto c, st->GetCommit(*cur));
+        cur.reset();
+        if (!c.parents.empty()) cur = c.parents[0];
+        LFS_ASSIGN(bool kept, keep(c));
+        if (kept) log.push_back(std::move(c));
+      }
     }
     if (a.Bool("reverse")) {
       if (a.Bool("graph")) return Status::Invalid("log --graph does not take --reverse");

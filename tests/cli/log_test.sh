@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # log as Git users write it: --format/--pretty placeholders, --stat / --name-only / --name-status,
-# --all over every branch, --reverse (a root Commit's whole tree as its change: StoreTest.DiffParent...).
+# --all over every branch, --reverse, --grep, --since/--until (a root Commit's whole tree as its change: StoreTest.DiffParent...).
 source "$(dirname "$0")/lib.bash" "$1"
 SRC=$WORK/src
 mkdir -p "$SRC/sub"
@@ -89,6 +89,27 @@ grep -q "^[*| ]*\* ${c1:0:12} first$" "$WORK/graph" || fail "graph --format: $(c
 first
 second" ] || fail "log --reverse: $(lfs log --reverse --format=%s main)"
 [ "$(lfs log --reverse -n 1 --format=%s main)" = second ] || fail "log --reverse -n 1 (newest, as Git)"
+# --grep (extended regular expression on the whole message, -i), --since/--after and
+# --until/--before; -n counts what they let through, as in Git.
+[ "$(lfs log --grep=sec --format=%s main)" = second ] || fail "--grep: $(lfs log --grep=sec --format=%s main)"
+[ "$(lfs log --grep='LINE TWO' -i --format=%s main)" = first ] || fail "--grep -i on the body"
+[ -z "$(lfs log --grep='LINE TWO' --format=%s main)" ] || fail "--grep is not case-sensitive"
+[ "$(lfs log --grep='^on' --all --format=%s)" = "on side" ] || fail "--grep --all"
+[ "$(lfs log -n 1 --grep='i(n|r)' --format=%s main)" = first ] || fail "-n 1 --grep: $(lfs log -n 1 --grep='i(n|r)' --format=%s main)"
+[ -z "$(lfs log --grep=nomatch main)" ] || fail "--grep nomatch"
+[ -z "$(lfs log --until=2000-01-01 main)" ] && [ -z "$(lfs log --before='2000-01-01 12:00:00' main)" ] || fail "--until"
+[ "$(lfs log --since=2000-01-01 --format=%H main | wc -l)" = 3 ] && [ "$(lfs log --after='1 year ago' --format=%H main | wc -l)" = 3 ] ||
+  fail "--since"
+[ -z "$(lfs log --since="@$((t2 + 1))" main)" ] && lfs log --since="@$t2" --format=%H main | grep -qx "$c2" ||
+  fail "--since @SECONDS"
+[ "$(lfs log --since="$(date -u -d "@$t2" +%Y-%m-%dT%H:%M:%SZ)" --until="$(date -u -d "@$t2" '+%Y-%m-%d %H:%M:%S')" --format=%H main | head -1)" = "$c2" ] ||
+  fail "--since/--until ISO"
+for bad in sometime 2026-13-01 '3 parsecs ago' '2026-12-01 25:00'; do
+  lfs log --since="$bad" main 2>"$WORK/err" && fail "--since '$bad' accepted"
+  [ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "cannot read the date" "$WORK/err" || fail "--since '$bad': $(cat "$WORK/err")"
+done
+expect_fail log --grep='('
+expect_fail log --graph --grep=x
 expect_fail log --graph --reverse
 expect_fail log --graph --stat
 expect_fail log -n -1

@@ -304,12 +304,16 @@ export class Store {
    * --all`); with `paths` (tree paths), only the Commits that changed one of them; with
    * `changes`, each Commit's `changes` against its first parent (a root Commit's: its tree,
    * added); with `patch`, those with their Git unified diffs, as `show`; `renames` as in
-   * `diff`; with `reverse`, oldest first (after `maxCount` chose the newest). */
+   * `diff`; `grep` keeps the Commits whose message matches an extended regular expression
+   * (`ignoreCase`), `since` and `until` those made in that span ("2026-12-01", "2026-12-01
+   * 12:00", "@SECONDS", "3 hours ago"), and `maxCount` counts what they keep; with `reverse`,
+   * oldest first (after `maxCount` chose the newest). */
   log(ref = "main", opts: { maxCount?: number; graph?: boolean; all?: boolean; paths?: string[]; changes?: boolean;
-                            patch?: boolean; reverse?: boolean; renames?: boolean } = {}): Promise<Commit[]> {
+                            patch?: boolean; reverse?: boolean; renames?: boolean; grep?: string; ignoreCase?: boolean;
+                            since?: string; until?: string } = {}): Promise<Commit[]> {
     return this.call("log", args({ ref, max_count: opts.maxCount, graph: opts.graph, all: opts.all,
       paths: nonEmpty(opts.paths), changes: opts.changes, patch: opts.patch, reverse: opts.reverse,
-      renames: opts.renames }));
+      renames: opts.renames, grep: opts.grep, ignore_case: opts.ignoreCase, since: opts.since, until: opts.until }));
   }
 
   /** The Commit id `ref` names (a branch, REMOTE/BRANCH, an id prefix, REF~N, REF^N), as

@@ -118,6 +118,9 @@ test("init, open and the verbs on a real mount", () => withRoot(async (root, sto
   assert.deepEqual(every[1].changes.map((c) => [c.change, c.path]),
     (await s.show(c1)).changes.map((c) => [c.change, c.path]));
   assert.equal(log[0].changes, undefined);
+  assert.deepEqual((await s.log("try", { grep: "^TWO", ignoreCase: true })).map((c) => c.id), [c1]);
+  assert.deepEqual(await s.log("try", { until: "2000-01-01" }), []);
+  await assert.rejects(s.log("try", { since: "sometime" }), layerfs.InvalidArgument);
 
   writeFileSync(join(mp, "notes.txt"), "second\n");
   const c2Part = await s.commit(mp, "edit, in part");

@@ -19,7 +19,8 @@ import { fileURLToPath } from "node:url";
 const S = "string", N = "number", B = "boolean", L = "array";
 export const ARGS = {
   branches: {}, mounts: {}, stats: {}, gc: {},
-  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B, all: B, reverse: B, changes: B, paths: L, patch: B, renames: B },
+  fork: { name: S, from: S }, branch_delete: { name: S }, log: { ref: S, max_count: N, graph: B, all: B, reverse: B, changes: B, paths: L, patch: B, renames: B,
+    grep: S, ignore_case: B, since: S, until: S },
   rev_parse: { ref: S }, show: { commit: S, patch: B, paths: L, renames: B }, diff: { a: S, b: S, patch: B, paths: L, renames: B }, cat: { commit: S, path: S, offset: N, length: N },
   export: { commit: S, dir: S },
   import: { dir: S, branch: S, message: S, jobs: N },

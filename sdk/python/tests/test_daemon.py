@@ -86,6 +86,12 @@ def test_init_open_and_the_verbs_on_a_real_mount(real_store: Path, tmp_path: Pat
         assert [(ch.change, ch.path) for ch in every[1].changes] == \
             [(ch.change, ch.path) for ch in s.show(c1).changes] and every[1].changes
         assert log[0].changes is None
+        assert [c.id for c in s.log("try", grep="^TWO", ignore_case=True)] == [c1]
+        assert c1 in [c.id for c in s.log("try", since=f"@{log[0].time}")]
+        assert s.log("try", since=f"@{log[0].time + 1}") == []
+        assert s.log("try", until="2000-01-01") == []
+        with pytest.raises(layerfs.InvalidArgument):
+            s.log("try", since="sometime")
         assert s.rev_parse("try") == c1 and s.rev_parse("try~1") == root and s.rev_parse(c1[:8]) == c1
         with pytest.raises(layerfs.NotFound):
             s.rev_parse("nosuch")

@@ -341,9 +341,11 @@ def _paths(paths: Sequence[str] | None) -> list[str] | None:
 
 def log(ref: str, max_count: int | None, graph: bool = False, paths: Sequence[str] | None = None,
         patch: bool = False, all: bool = False, changes: bool = False,
-        reverse: bool = False, renames: bool = False) -> Call[list[Commit]]:
+        reverse: bool = False, renames: bool = False, grep: str | None = None, ignore_case: bool = False,
+        since: str | None = None, until: str | None = None) -> Call[list[Commit]]:
     return Call("log", _args(ref=ref, max_count=max_count, graph=graph, all=all, paths=_paths(paths),
-                             changes=changes, patch=patch, reverse=reverse, renames=renames),
+                             changes=changes, patch=patch, reverse=reverse, renames=renames, grep=grep,
+                             ignore_case=ignore_case, since=since, until=until),
                 _list(Commit))
 
 

@@ -219,9 +219,11 @@ class AsyncStore:
 
     async def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False,
                   paths: Sequence[str] | None = None, patch: bool = False, *, all: bool = False,
-                  changes: bool = False, reverse: bool = False, renames: bool = False) -> list[Commit]:
+                  changes: bool = False, reverse: bool = False, renames: bool = False, grep: str | None = None,
+                  ignore_case: bool = False, since: str | None = None, until: str | None = None) -> list[Commit]:
         """Commits newest first from ``ref`` (see ``Store.log``)."""
-        return await self._run(_core.log(ref, max_count, graph, paths, patch, all, changes, reverse, renames))
+        return await self._run(_core.log(ref, max_count, graph, paths, patch, all, changes, reverse, renames, grep,
+                                         ignore_case, since, until))
 
     async def rev_parse(self, ref: str) -> str:
         """The Commit id ``ref`` names (see ``Store.rev_parse``)."""

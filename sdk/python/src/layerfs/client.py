@@ -245,7 +245,8 @@ class Store:
 
     def log(self, ref: str = "main", max_count: int | None = None, graph: bool = False,
             paths: Sequence[str] | None = None, patch: bool = False, *, all: bool = False,
-            changes: bool = False, reverse: bool = False, renames: bool = False) -> list[Commit]:
+            changes: bool = False, reverse: bool = False, renames: bool = False, grep: str | None = None,
+            ignore_case: bool = False, since: str | None = None, until: str | None = None) -> list[Commit]:
         """Commits newest first along first parents from ``ref``; at most ``max_count``. With
         ``graph``, every Commit reachable through all parents, children before their parents
         (``layerfs log --graph``); with ``all``, from every branch and remote-tracking ref as
@@ -253,8 +254,12 @@ class Store:
         Commits that changed one of them against their first parent. With ``changes``, each
         Commit's ``changes`` against its first parent (a root Commit's: its tree, added); with
         ``patch``, those with their Git unified diffs, as ``show``; ``renames`` as in ``diff``.
-        With ``reverse``, oldest first (after ``max_count`` chose the newest)."""
-        return self._run(_core.log(ref, max_count, graph, paths, patch, all, changes, reverse, renames))
+        ``grep`` keeps the Commits whose message matches an extended regular expression
+        (``ignore_case``), ``since`` and ``until`` those made in that span (``"2026-12-01"``,
+        ``"2026-12-01 12:00"``, ``"@SECONDS"``, ``"3 hours ago"``); ``max_count`` counts what they
+        keep. With ``reverse``, oldest first (after ``max_count`` chose the newest)."""
+        return self._run(_core.log(ref, max_count, graph, paths, patch, all, changes, reverse, renames, grep,
+                                   ignore_case, since, until))
 
     def rev_parse(self, ref: str) -> str:
         """The Commit id ``ref`` names (a branch, REMOTE/BRANCH, an id prefix, REF~N, REF^N),
