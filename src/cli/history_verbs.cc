@@ -15,6 +15,7 @@
 #include "cli/json_shapes.h"
 #include "history/file_content.h"
 #include "merge/merge.h"
+#include "merge/patch.h"
 
 namespace layerfs::cli {
 
@@ -268,13 +269,6 @@ void PrintCommitHeader(const json& c, Output& o) {
          indented);
 }
 
-// show's text and log -p's, for one Commit: its header, then its changes or their patches.
-void PrintCommit(const json& c, bool patch, Output& o) {
-  PrintCommitHeader(c, o);
-  if (patch) PrintPatches(c["changes"], o);
-  else PrintChanges(c["changes"], false, o);
-}
-
 // log's --format/--pretty: a named format or format:/tformat:/text with placeholders, as the
 // format string FormatCommit takes, with whether each Commit's text ends in a newline (tformat,
 // Git's default for a string with %) or separates (format:). Empty: show's header (medium, full
@@ -465,7 +459,7 @@ Verb Log() {
       }
       if (!listed) continue;
       if (a.Bool("name_only")) {
-        for (const auto& e : c["changes"]) o.Outf("{}\n", e["path"].get<std::string>());
+        for (const auto& e : c["changes"]) o.Outf("{}\n", merge::GitQuote(e["path"].get<std::string>()));
       } else if (a.Bool("stat") || a.Bool("changes")) {
         PrintChanges(c["changes"], a.Bool("stat"), o);
       }
@@ -502,11 +496,17 @@ Verb Show() {
   v.ref_args = {"commit"};
   v.help = "A Commit's metadata and the paths it changed (REF:PATH: the file, as cat)";
   v.read_only = true;
-  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit (default HEAD)"}, kPatch, kRenames, kPaths};
+  v.args = {{"commit", ArgType::kString, "COMMIT", "Commit (default HEAD)"}, kPatch, kRenames, kPaths,
+            {"stat", ArgType::kBool, "--stat", "The changed paths with sizes and a summary", false, true},
+            {"name_only", ArgType::kBool, "--name-only", "Only the changed paths, one per line", false, true},
+            {"name_status", ArgType::kBool, "--name-status", "The change and the path of each (the default)", false, true},
+            {"no_patch", ArgType::kBool, "-s,--no-patch", "The Commit alone, without its changes", false, true},
+            {"format", ArgType::kString, "--format,--pretty", "The Commit's line as log --format gives it", false, true}};
   v.from_cli = [](std::string* name, Args* a) -> Status {
     // Git's `show REF:PATH` prints the file: that is cat's.
     const std::string spec = a->Str("commit");
     const size_t colon = spec.find(':');
+    if (a->Has("format")) LFS_TRY(ParseLogFormat(a->Str("format")).status());
     if (colon == std::string::npos) return Status::Ok();
     if (a->Bool("patch") || a->Has("paths") || a->Bool("renames"))
       return Status::Invalid("show REF:PATH takes neither -p, -M nor paths");
@@ -527,7 +527,29 @@ Verb Show() {
     *result = std::move(j);
     return Status::Ok();
   };
-  v.text = [](const Args& a, const json& c, Output& o) { PrintCommit(c, a.Bool("patch"), o); };
+  v.text = [](const Args& a, const json& c, Output& o) {
+    std::optional<LogFormat> format;
+    if (a.Has("format")) {
+      auto f = ParseLogFormat(a.Str("format"));  // checked by from_cli
+      if (f.ok() && !f->text.empty()) format = *f;
+    }
+    if (!format) {
+      PrintCommitHeader(c, o);
+    } else {
+      o.Outf("{}\n", FormatCommit(format->text, c));
+      if (!a.Bool("no_patch") && !c["changes"].empty() && !format->one_line) o.Out("\n");
+    }
+    if (a.Bool("no_patch")) return;
+    if (a.Bool("name_only")) {
+      for (const auto& e : c["changes"]) o.Outf("{}\n", merge::GitQuote(e["path"].get<std::string>()));
+    } else if (a.Bool("stat")) {
+      PrintChanges(c["changes"], true, o);
+    } else if (a.Bool("patch")) {
+      PrintPatches(c["changes"], o);
+    } else {
+      PrintChanges(c["changes"], false, o);
+    }
+  };
   return v;
 }
 
@@ -602,7 +624,7 @@ Verb Diff() {
   };
   v.text = [](const Args& a, const json& r, Output& o) {
     if (a.Bool("name_only")) {
-      for (const auto& e : r) o.Outf("{}\n", e["path"].get<std::string>());
+      for (const auto& e : r) o.Outf("{}\n", merge::GitQuote(e["path"].get<std::string>()));
     } else if (a.Bool("patch") && !a.Bool("stat")) {
       PrintPatches(r, o);
     } else {

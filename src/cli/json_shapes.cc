@@ -104,16 +104,17 @@ void PrintChanges(const nlohmann::json& d, bool stat, Output& o) {
   size_t counts[256] = {};
   for (const auto& e : d) {
     const std::string change = e["change"].get<std::string>();
-    const std::string path = e["path"].get<std::string>();
+    const std::string path = merge::GitQuote(e["path"].get<std::string>());
     const bool renamed = change == "R" && e.contains("from_path");
+    const std::string from = renamed ? merge::GitQuote(e["from_path"].get<std::string>()) : "";
     counts[static_cast<unsigned char>(change[0])]++;
     if (stat) {
       int64_t before = e.contains("before") ? e["before"]["size"].get<int64_t>() : 0;
       int64_t after = e.contains("after") ? e["after"]["size"].get<int64_t>() : 0;
-      const std::string shown = renamed ? e["from_path"].get<std::string>() + " => " + path : path;
+      const std::string shown = renamed ? from + " => " + path : path;
       o.Outf("{} {:<60} {:+} bytes\n", change, shown, after - before);
     } else if (renamed) {
-      o.Outf("R{:03}\t{}\t{}\n", e["similarity"].get<int>(), e["from_path"].get<std::string>(), path);
+      o.Outf("R{:03}\t{}\t{}\n", e["similarity"].get<int>(), from, path);
     } else {
       o.Outf("{}\t{}\n", change, path);
     }

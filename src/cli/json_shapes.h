@@ -48,8 +48,8 @@ SideReader WorkingTreeReader(Store& st, workspace::Workspace& ws);
 // The CLI's text for them: every patch, in order.
 class Output;
 void PrintPatches(const nlohmann::json& changes, Output& o);
-// The CLI's text for changes: Git's name-status (`M\tPATH`, a rename `R90\tOLD\tNEW`), or with
-// `stat` each path's size change and a summary line.
+// The CLI's text for changes: Git's name-status (`M\tPATH`, a rename `R090\tOLD\tNEW`), or with
+// `stat` each path's size change and a summary line; paths as merge::GitQuote prints them.
 void PrintChanges(const nlohmann::json& changes, bool stat, Output& o);
 
 std::string Base64Encode(std::string_view data);

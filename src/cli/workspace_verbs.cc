@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/json_shapes.h"
 #include "merge/merge_into.h"
+#include "merge/patch.h"
 #include "workspace/files.h"
 
 namespace layerfs::cli {
@@ -187,7 +188,7 @@ Verb StatusVerb() {
              m["source"].get<std::string>(), m["theirs"].get<std::string>().substr(0, 12),
              r["branch"].get<std::string>(), r["conflicts"].size(), m["unresolved"].get<uint64_t>());
       for (const auto& c : r["conflicts"])
-        o.Outf("C\t{}\t{}{}\n", c["path"].get<std::string>(), c["kind"].get<std::string>(),
+        o.Outf("C\t{}\t{}{}\n", merge::GitQuote(c["path"].get<std::string>()), c["kind"].get<std::string>(),
                c["resolved"].get<bool>() ? " (resolved)" : "");
     }
     PrintChanges(r["changes"], false, o);

@@ -2,6 +2,7 @@
 
 #include <git2.h>
 
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -63,16 +64,16 @@ bool Hunks(std::string_view before, std::string_view after, std::string* out) {
 std::string OneSide(const std::string& path, const TreeEntry* b, std::string_view before, const TreeEntry* a,
                     std::string_view after, bool same_content, const std::string& old_path = "", int similarity = 0) {
   const std::string& was = old_path.empty() ? path : old_path;
-  std::string out = fmt::format("diff --git a/{} b/{}\n", was, path);
+  std::string out = fmt::format("diff --git {} {}\n", GitQuote("a/" + was), GitQuote("b/" + path));
   if (!b) out += fmt::format("new file mode {}\n", GitMode(*a));
   if (!a) out += fmt::format("deleted file mode {}\n", GitMode(*b));
   if (a && b && GitMode(*a) != GitMode(*b)) out += fmt::format("old mode {}\nnew mode {}\n", GitMode(*b), GitMode(*a));
   if (was != path) {
-    out += fmt::format("similarity index {}%\nrename from {}\nrename to {}\n", similarity, was, path);
+    out += fmt::format("similarity index {}%\nrename from {}\nrename to {}\n", similarity, GitQuote(was), GitQuote(path));
     if (similarity == 100) return out;
   }
   if (same_content) return out;  // a mode change alone
-  const std::string from = b ? "a/" + was : "/dev/null", to = a ? "b/" + path : "/dev/null";
+  const std::string from = b ? GitQuote("a/" + was) : "/dev/null", to = a ? GitQuote("b/" + path) : "/dev/null";
   const bool oversized = (b && b->size > kMaxTextBytes) || (a && a->size > kMaxTextBytes);
   if (!oversized) {  // the blob ids git apply checks (and needs before a binary line)
     out += fmt::format("index {}..{}", b ? BlobId(before) : "0000000", a ? BlobId(after) : "0000000");
@@ -94,6 +95,31 @@ std::string OneSide(const std::string& path, const TreeEntry* b, std::string_vie
 }
 
 }  // namespace
+
+std::string GitQuote(std::string_view path) {
+  auto special = [](unsigned char c) { return c < 0x20 || c == 0x7f || c == '"' || c == '\\'; };
+  if (std::none_of(path.begin(), path.end(), [&](char c) { return special(static_cast<unsigned char>(c)); }))
+    return std::string(path);
+  std::string out = "\"";
+  for (char ch : path) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '\a': out += "\\a"; break;
+      case '\b': out += "\\b"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\v': out += "\\v"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (special(c)) out += fmt::format("\\{:03o}", c);
+        else out += ch;
+    }
+  }
+  return out + "\"";
+}
 
 bool HasPatchContent(const TreeEntry& e) { return e.type == EntryType::kFile || e.type == EntryType::kSymlink; }
 bool NeedsContent(const TreeEntry& e) { return HasPatchContent(e) && e.size <= kMaxTextBytes; }

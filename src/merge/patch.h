@@ -26,4 +26,11 @@ std::string UnifiedPatch(const DiffEntry& d, std::string_view before, std::strin
 bool HasPatchContent(const TreeEntry& e);
 bool NeedsContent(const TreeEntry& e);
 
+// A path as Git prints it in a listing or a patch header: as it is, unless it holds a control
+// character, a double quote or a backslash; then in double quotes with C escapes (\t, \n, \",
+// \\, \a \b \v \f \r, other bytes as three octal digits), so that one line stays one path and
+// `git apply` reads it back. Bytes of 0x80 and above stay as they are (Git's core.quotePath
+// false: UTF-8 names read as written).
+std::string GitQuote(std::string_view path);
+
 }  // namespace layerfs::merge

@@ -70,6 +70,17 @@ assert [c["id"] for c in log] == sys.argv[2:], log
 assert [(e["change"], e["path"]) for e in log[0]["changes"]] == [("A", "sub/b.txt")], log
 assert [(e["change"], e["path"]) for e in log[1]["changes"]] == [("A", "sub")], log
 PY
+# show takes the same: -s/--no-patch, --format, --name-only, --stat, --name-status
+[ "$(lfs show -s --format=%H main)" = "$c2" ] && [ "$(lfs show --no-patch --pretty=format:%s "$c1")" = first ] ||
+  fail "show -s --format: $(lfs show -s --format=%H main)"
+[ "$(lfs show --name-only --format=%s main)" = "second
+
+a.txt
+sub/b.txt" ] || fail "show --name-only: $(lfs show --name-only --format=%s main)"
+lfs show --stat main | grep -q '^2 paths changed: 1 added, 0 removed, 1 modified' || fail "show --stat: $(lfs show --stat main)"
+[ "$(lfs show --name-status main | tail -2)" = "$(printf 'M\ta.txt\nA\tsub/b.txt')" ] || fail "show --name-status"
+lfs show -s main | grep -qx '    second' && ! lfs show -s main | grep -q 'a.txt' || fail "show -s: $(lfs show -s main)"
+expect_fail show --format=nosuchformat main
 # the multi-line message indented line by line, as Git shows one
 lfs show "$c1" | grep -q '^    line two$' || fail "show indents every line: $(lfs show "$c1")"
 
