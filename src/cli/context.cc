@@ -110,6 +110,12 @@ std::string Context::Head() {
 std::string Context::ExpandHead(const std::string& spec) {
   const size_t dots = spec.find("...");
   if (dots != std::string::npos) return ExpandHead(spec.substr(0, dots)) + "..." + ExpandHead(spec.substr(dots + 3));
+  // Git's A..B; a side left out is HEAD (`main..`, `..feature`).
+  const size_t two = spec.find("..");
+  if (two != std::string::npos) {
+    const std::string l = spec.substr(0, two), r = spec.substr(two + 2);
+    return (l.empty() ? Head() : ExpandHead(l)) + ".." + (r.empty() ? Head() : ExpandHead(r));
+  }
   if (spec.compare(0, 4, "HEAD") == 0 && (spec.size() == 4 || spec[4] == '~' || spec[4] == '^' || spec[4] == ':'))
     return Head() + spec.substr(4);
   return spec;

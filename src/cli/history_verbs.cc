@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <unordered_set>
 
 #include "cli/cli.h"
 #include "cli/json_shapes.h"
@@ -295,7 +296,9 @@ Verb Log() {
   v.ref_args = {"ref"};
   v.help = "Commits newest first along first parents (--graph, --all: through all parents)";
   v.read_only = true;
-  v.args = {{"ref", ArgType::kString, "REF", "Where to start (default HEAD: the branch mounted here, else main)"},
+  v.args = {{"ref", ArgType::kString, "REF",
+             "Where to start (default HEAD: the branch mounted here, else main); A..B: what B reaches and A does not; "
+             "A...B: what one of them reaches and not both"},
             {"max_count", ArgType::kInt, "-n,--max-count", "At most N commits"},
             {"graph", ArgType::kBool, "--graph", "Every commit reachable through all parents, children first, with lanes"},
             {"all", ArgType::kBool, "--all",
@@ -324,8 +327,32 @@ Verb Log() {
   v.run = [](Context& ctx, const Args& a, json* result) -> Status {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     std::vector<ObjectId> starts;
-    if (!a.Bool("all") || a.Has("ref")) {
-      LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("ref") ? a.Str("ref") : ctx.Head()));
+    // Git's ranges: A..B, the Commits B reaches and A does not; A...B, those one of them reaches
+    // and not both. Either walks all parents.
+    std::unordered_set<ObjectId, ObjectIdHash> excluded;
+    bool range = false;
+    const std::string ref = a.Str("ref");
+    if (const size_t dots = ref.find(".."); dots != std::string::npos) {
+      const bool three = ref.compare(dots, 3, "...") == 0;
+      const std::string l = ref.substr(0, dots), r = ref.substr(dots + (three ? 3 : 2));
+      if (l.empty() || r.empty() || r.find("..") != std::string::npos)
+        return Status::Invalid(fmt::format("'{}' is not A..B or A...B", ref));
+      LFS_ASSIGN(ObjectId left, st->Resolve(l));
+      LFS_ASSIGN(ObjectId right, st->Resolve(r));
+      LFS_ASSIGN(auto from_left, st->LogAll(left));
+      for (const auto& c : from_left) excluded.insert(c.id);
+      if (three) {
+        LFS_ASSIGN(auto from_right, st->LogAll(right));
+        std::unordered_set<ObjectId, ObjectIdHash> both;
+        for (const auto& c : from_right)
+          if (excluded.count(c.id)) both.insert(c.id);
+        excluded = std::move(both);
+        starts.push_back(left);
+      }
+      starts.push_back(right);
+      range = true;
+    } else if (!a.Bool("all") || a.Has("ref")) {
+      LFS_ASSIGN(ObjectId id, st->Resolve(a.Has("ref") ? ref : ctx.Head()));
       starts.push_back(id);
     }
     if (a.Bool("all")) {
@@ -336,7 +363,7 @@ Verb Log() {
     }
     const size_t limit = static_cast<size_t>(a.Int("max_count", 0));
     if (a.Int("max_count", 0) < 0) return Status::Invalid("log: -n takes a count of 0 or more");
-    const bool all_parents = a.Bool("graph") || a.Bool("all");
+    const bool all_parents = a.Bool("graph") || a.Bool("all") || range;
     // Filters: paths, the message, the time. Git applies -n to what they let through.
     std::vector<std::string> paths;  // resolved once (Context::TreePaths reads the mount table)
     if (a.Has("paths")) {
@@ -362,9 +389,11 @@ Verb Log() {
     if (a.Has("until")) {
       LFS_ASSIGN(until, ParseDate(a.Str("until"), now));
     }
-    const bool filtered = a.Has("paths") || re || since || until;
-    if (a.Bool("graph") && filtered) return Status::Invalid("log --graph does not take paths, --grep, --since or --until");
+    const bool filtered = a.Has("paths") || re || since || until || range;
+    if (a.Bool("graph") && filtered)
+      return Status::Invalid("log --graph does not take paths, --grep, --since, --until or a range");
     auto keep = [&](const CommitInfo& c) -> Result<bool> {
+      if (excluded.count(c.id)) return false;
       if (re && regexec(&*re, c.message.c_str(), 0, nullptr, 0) != 0) return false;
       if (since && c.time_sec < *since) return false;
       if (until && c.time_sec > *until) return false;
@@ -599,6 +628,13 @@ Verb Diff() {
     LFS_ASSIGN(Store * st, ctx.GetStore(/*read_only_ok=*/true));
     std::string from = a.Str("a"), to = a.Str("b");
     if (from.empty() && !to.empty()) return Status::Invalid("diff takes A B, A...B, A, or nothing");
+    if (const auto two = from.find(".."); two != std::string::npos && from.find("...") == std::string::npos) {
+      // Git's diff A..B is diff A B.
+      if (!to.empty()) return Status::Invalid("diff takes A B, A..B, A...B, A, or nothing");
+      to = from.substr(two + 2);
+      from = from.substr(0, two);
+      if (from.empty() || to.empty()) return Status::Invalid(fmt::format("'{}' is not A..B", a.Str("a")));
+    }
     const auto dots = from.find("...");
     if (dots != std::string::npos) {
       if (!to.empty()) return Status::Invalid("diff takes A B, A...B, A, or nothing");

@@ -121,6 +121,17 @@ for bad in sometime 2026-13-01 '3 parsecs ago' '2026-12-01 25:00'; do
 done
 expect_fail log --grep='('
 expect_fail log --graph --grep=x
+# ranges: A..B (what B reaches and A does not), A...B (one of them, not both), a side left out
+# is HEAD; diff A..B is diff A B.
+[ "$(lfs log main..side --format=%s)" = "on side" ] && [ "$(lfs log side..main --format=%H)" = "$c2" ] ||
+  fail "log A..B: $(lfs log main..side --format=%s) / $(lfs log side..main --format=%s)"
+[ "$(lfs log main...side --format=%s | sort)" = "on side
+second" ] || fail "log A...B: $(lfs log main...side --format=%s)"
+[ "$(lfs log ..side --format=%s)" = "on side" ] && [ -z "$(lfs log side.. --format=%s -- side.txt)" ] || fail "log ..B / A.."
+[ -z "$(lfs log main..main)" ] || fail "log main..main lists Commits"
+[ "$(lfs diff main~1..main)" = "$(lfs diff main~1 main)" ] && [ -n "$(lfs diff main~1..main)" ] || fail "diff A..B"
+expect_fail log nosuch..main
+expect_fail diff main~1..main main
 expect_fail log --graph --reverse
 expect_fail log --graph --stat
 expect_fail log -n -1
