@@ -289,6 +289,7 @@ Result<std::unique_ptr<Mount>> Mount::Start(workspace::Workspace* ws, const std:
   st.ad->keep_cache_writers = !EnvIs("LAYERFS_FUSE_KEEP_CACHE", "0");
   st.ad->cache_dirs = !EnvIs("LAYERFS_FUSE_CACHE_DIR", "0");
   st.ad->writeback = EnvIs("LAYERFS_FUSE_WRITEBACK", "1");
+  st.ad->copy_range = !EnvIs("LAYERFS_FUSE_COPY_RANGE", "0");
   st.ad->mountpoint = real;
   st.multithreaded = o.multithreaded;
 
@@ -387,7 +388,8 @@ const char* OpName(Op op) {
       "unlink",    "rmdir",     "symlink",     "rename",   "link",       "open",       "read",
       "write",     "statfs",    "release",     "fsync",    "setxattr",   "getxattr",   "listxattr",
       "removexattr", "flush",   "opendir",     "readdir",  "releasedir", "fsyncdir",   "create",
-      "fallocate", "readdirplus", "lseek",     "batch_forget"};
+      "fallocate", "readdirplus", "lseek",     "batch_forget",
+      "copy_file_range"};
   return kNames[static_cast<size_t>(op)];
 }
 

@@ -24,7 +24,7 @@ enum class Op : uint8_t {
   kLookup, kForget, kGetattr, kSetattr, kReadlink, kMknod, kMkdir, kUnlink, kRmdir, kSymlink,
   kRename, kLink, kOpen, kRead, kWrite, kStatfs, kRelease, kFsync, kSetxattr, kGetxattr,
   kListxattr, kRemovexattr, kFlush, kOpendir, kReaddir, kReleasedir, kFsyncdir, kCreate,
-  kFallocate, kReaddirplus, kLseek, kBatchForget, kCount
+  kFallocate, kReaddirplus, kLseek, kBatchForget, kCopyFileRange, kCount
 };
 constexpr size_t kOpCount = static_cast<size_t>(Op::kCount);
 // The kernel's name of the operation, lower case ("lookup", "getxattr", ...).

@@ -1,4 +1,5 @@
-// Open files: open, create, read, write, write_buf, flush, release, fsync, fallocate, lseek.
+// Open files: open, create, read, write, write_buf, flush, release, fsync, fallocate, lseek,
+// copy_file_range.
 // Locks (flock, fcntl) are not implemented, so the kernel keeps them locally.
 #include <fcntl.h>
 #include <unistd.h>
@@ -222,6 +223,25 @@ void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info
   Run(req, [&] { return DoLseek(req, ino, off, whence); });
 }
 
+// copy_file_range(2) between two files of this mount (cp, install, Rust's fs::copy): served in
+// the daemon, one request instead of the READs and WRITEs the kernel's own copy would send; a
+// committed file copied whole costs no bytes at all (Workspace::CopyRange). The kernel has
+// checked the descriptors, the ranges and the limits, dropped setuid/setgid of the target
+// (file_modified) and, once answered, drops the target's cached pages over the range and
+// refreshes its size and times.
+void CopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_info*, fuse_ino_t ino_out,
+                   off_t off_out, fuse_file_info*, size_t len, int flags) noexcept {
+  Run(req, [&] {
+    Adapter& ad = Ctx(req, Op::kCopyFileRange);
+    if (!ad.copy_range) return ENOSYS;
+    if (flags != 0 || off_in < 0 || off_out < 0) return EINVAL;
+    auto n = ad.ws->CopyRange(ino_in, static_cast<uint64_t>(off_in), ino_out, static_cast<uint64_t>(off_out), len);
+    if (!n.ok()) return Errno(n.status());
+    fuse_reply_write(req, static_cast<size_t>(*n));
+    return 0;
+  });
+}
+
 }  // namespace
 
 void AddFileOps(fuse_lowlevel_ops& ops) {
@@ -235,6 +255,7 @@ void AddFileOps(fuse_lowlevel_ops& ops) {
   ops.fsync = Fsync;
   ops.fallocate = Fallocate;
   ops.lseek = Lseek;
+  ops.copy_file_range = CopyFileRange;
 }
 
 }  // namespace layerfs::fuse

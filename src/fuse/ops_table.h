@@ -72,6 +72,9 @@ struct Adapter {
   // LAYERFS_FUSE_WRITEBACK=1: the kernel's writeback cache, measured and not taken (docs/design.md,
   // "Speed of real work": slower random writes, SEEK_DATA and st_blocks wrong while pages are dirty).
   bool writeback = false;
+  // LAYERFS_FUSE_COPY_RANGE=0: copy_file_range answered ENOSYS, so the kernel copies through
+  // READs and WRITEs as it did before the daemon served it (for A/B measurements).
+  bool copy_range = true;
   // Requests served, per operation (Mount::RequestCounts): one relaxed increment per request.
   std::array<std::atomic<uint64_t>, kOpCount> requests{};
   void Count(Op op) { requests[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed); }

@@ -1492,6 +1492,61 @@ Status Workspace::Impl::WriteLocked(Ino ino, uint64_t off, std::string_view data
   return Write(b);
 }
 
+Result<uint64_t> Workspace::CopyRange(Ino in, uint64_t off_in, Ino out, uint64_t off_out, uint64_t len) {
+  LFS_WRITABLE();
+  auto* im = impl_.get();
+  len = std::min(len, kMaxCopy);
+  if (len == 0) return uint64_t{0};
+  if (off_in == 0 && off_out == 0 && in != out) {
+    LFS_ASSIGN(uint64_t cloned, im->CloneContent(in, out, len));
+    if (cloned > 0) return cloned;
+  }
+  uint64_t done = 0;
+  while (done < len) {
+    const uint64_t want = std::min(len - done, kCopyPiece);
+    auto bytes = Read(in, off_in + done, want);
+    Status s = bytes.status();
+    if (s.ok() && bytes->empty()) break;  // in's end
+    if (s.ok()) s = im->WriteLocked(out, off_out + done, *bytes);
+    im->CollectIfWanted();
+    if (!s.ok()) {
+      if (done > 0) return done;  // as a short write: the next call reports the error
+      return s;
+    }
+    done += bytes->size();
+    if (bytes->size() < want) break;
+  }
+  return done;
+}
+
+// A file holding committed content and nothing else, copied whole into an empty file: `out`
+// takes the content id, the valid length and the size, as a fork takes a tree. Both inodes are
+// regular files of this Workspace; the content stays reachable as long as `in` holds it, and
+// after that through the Commit that `out`'s next commit records.
+Result<uint64_t> Workspace::Impl::CloneContent(Ino in, Ino out, uint64_t len) {
+  std::shared_lock l(mu_);
+  InodeLocks il(*this, {in, out});
+  LFS_ASSIGN(Inode src, Load(in));
+  LFS_ASSIGN(Inode dst, Load(out));
+  if (src.type != EntryType::kFile || dst.type != EntryType::kFile) return uint64_t{0};
+  if (!src.has_origin || src.has_blocks || src.has_refs || src.has_overlays || src.size == 0 || len < src.size)
+    return uint64_t{0};
+  if (dst.size != 0 || dst.has_blocks || dst.has_refs || dst.has_overlays) return uint64_t{0};
+  LFS_TRY(Unpristine());
+  dst.has_origin = true;
+  dst.origin = src.origin;
+  dst.origin_chunked = src.origin_chunked;
+  dst.origin_size = src.origin_size;
+  dst.valid_len = src.valid_len;
+  dst.size = src.size;
+  dst.mtime = dst.ctime = Now();
+  kv::Batch b;
+  Put(&b, dst);
+  MarkDirty(&b, out);
+  LFS_TRY(Write(b));
+  return src.size;
+}
+
 Status Workspace::Fallocate(Ino ino, int mode, uint64_t off, uint64_t len) {
   LFS_WRITABLE();
   constexpr int kKeepSize = 1, kPunchHole = 2, kZeroRange = 0x10;

@@ -96,6 +96,8 @@ class Workspace::Impl {
   // Workspace::Write under a pin and mu_ (taken here).
   Status WriteLocked(Ino ino, uint64_t off, std::string_view data,
                      const std::optional<Caller>& kill_suidgid = std::nullopt, bool* killed = nullptr);
+  // CopyRange's clone: in's size if `out` took in's committed content whole, else 0.
+  Result<uint64_t> CloneContent(Ino in, Ino out, uint64_t len);
   // A fresh inode number; under mu_ shared, numbers come from a reserved range whose end is
   // written (state record) before any number of it is used. REQUIRES: mu_ (either way).
   Result<Inode> NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent);

@@ -247,6 +247,37 @@ lfs export "$c4" "$WORK/out-c4" >/dev/null
 [ "$(inode_of "$WORK/out-c4/src/main.c")" = "$(inode_of "$WORK/out-c4/main-hardlink.c")" ] || fail "export of $c4 split the hard link"
 lfs umount "$G"
 
+# cp inside a mount: its copy_file_range is served by the daemon (no READ or WRITE through the
+# mount); a committed file is cloned (the copy's commit records the same content id), a file
+# written since is copied byte for byte.
+requests() {  # requests MOUNTPOINT OP: how many OP requests the mount served
+  lfs mounts --json | python3 -c 'import json,sys
+for m in json.load(sys.stdin):
+    if m["mountpoint"] == sys.argv[1]: print(m.get("requests", {}).get(sys.argv[2], 0))' "$1" "$2"
+}
+head -c 3000000 /dev/urandom >"$WORK/clone-a"
+cp "$WORK/clone-a" "$M/clone-a"  # across file systems: cp reads and writes
+c5=$(lfs commit "$M" -m clone-base)
+reads=$(requests "$M" read) writes=$(requests "$M" write) copies=$(requests "$M" copy_file_range)
+cp "$M/clone-a" "$M/clone-b"
+printf 'written since the commit\n%.0s' $(seq 5000) >"$M/clone-c"
+cp "$M/clone-c" "$M/clone-d"
+[ "$(requests "$M" copy_file_range)" -ge $((copies + 2)) ] || fail "cp sent no copy_file_range to the daemon"
+[ "$(requests "$M" read)" = "$reads" ] || fail "cp read through the mount: $reads -> $(requests "$M" read) READs"
+cmp "$M/clone-b" "$WORK/clone-a" || fail "clone-b differs from clone-a"
+cmp "$M/clone-d" "$M/clone-c" || fail "clone-d differs from clone-c"
+[ "$(stat -c %s "$M/clone-d")" = $((25 * 5000)) ] || fail "clone-d has $(stat -c %s "$M/clone-d") bytes"
+c6=$(lfs commit "$M" -m clones)
+id_of() { lfs show "$1" --json | python3 -c 'import json,sys
+for c in json.load(sys.stdin)["changes"]:
+    if c["path"] == sys.argv[1]: print(c["after"]["id"])' "$2"; }
+[ -n "$(id_of "$c5" clone-a)" ] && [ "$(id_of "$c6" clone-b)" = "$(id_of "$c5" clone-a)" ] ||
+  fail "the clone of a committed file has another content id: $(id_of "$c6" clone-b) vs $(id_of "$c5" clone-a)"
+[ "$(id_of "$c6" clone-d)" = "$(id_of "$c6" clone-c)" ] || fail "clone-d and clone-c differ in $c6"
+cmp <(lfs cat "$c6:clone-b") "$WORK/clone-a" || fail "cat $c6:clone-b differs"
+rm "$M/clone-a" "$M/clone-b" "$M/clone-c" "$M/clone-d" "$WORK/clone-a"
+lfs commit "$M" -m "clones gone" >/dev/null
+
 lfs verify >/dev/null || fail "verify failed while mounted"
 lfs stats --json | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["commits"] >= 4, j' || fail "stats"
 

@@ -4,7 +4,8 @@
 //
 // Input: u8 flags, then framed pieces in pairs: a key (after the Workspace's 8-byte prefix) and
 // its value. The Workspace is opened over them, walked (fuzz_workspace.h), changed a little
-// (flags), asked for its changes, committed, and its merge record read.
+// (flags: writes, a truncate, mkdir, unlink, rename, copies), asked for its changes, committed,
+// and its merge record read.
 #include "fuzz_workspace.h"
 #include "merge/merge_into.h"
 
@@ -37,6 +38,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (flags & 16) (void)(*ws)->Mkdir(workspace::kRootIno, "new", 0755, caller);
   if (flags & 32) (void)(*ws)->Unlink(workspace::kRootIno, "a");
   if (flags & 64) (void)(*ws)->Rename(workspace::kRootIno, "d", workspace::kRootIno, "e", 0);
+  if (flags & 128) {  // copy_file_range: whole (a clone where inode 2 is committed content), and within a file
+    (void)(*ws)->CopyRange(2, 0, 3, 0, 1 << 20);
+    (void)(*ws)->CopyRange(2, 1, 2, 200000, 70000);
+  }
   (void)(*ws)->Changes();
   if (auto rec = (*ws)->MergeRecord(); rec.ok() && *rec) {
     auto m = merge::DecodeMergeState(**rec);

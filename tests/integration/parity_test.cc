@@ -677,6 +677,56 @@ void LargeSparseFile(Log& s) {
   s.Stat("big");
 }
 
+// copy_file_range(2), which the daemon serves itself: offsets, holes, short copies at the
+// source's end, one file to itself, the descriptor's own offsets, and the kernel's refusals.
+void CopyFileRange(Log& s) {
+  std::string src(200000, '\0');
+  for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<char>('A' + (i * 13) % 57);
+  s.Put("src", src);
+  int in = s.Open("open src", "src", O_RDWR);
+  int out = s.Open("create dst", "dst", O_CREAT | O_RDWR);
+  auto cfr = [&](const char* what, int fi, off_t oi, int fo, off_t oo, size_t len, unsigned flags = 0) {
+    loff_t a = oi, b = oo;
+    long rc = s.R(what, copy_file_range(fi, &a, fo, &b, len, flags));
+    if (rc >= 0) s.Note(fmt::format("{} offsets", what), fmt::format("{} {}", a, b));
+  };
+  cfr("whole", in, 0, out, 0, src.size());
+  s.Content("dst");
+  cfr("into a hole", in, 1000, out, 300000, 100000);
+  s.Fstat(out);
+  s.Content("dst");
+  s.Pread("read the hole", out, 64, 250000);
+  cfr("short at the end", in, 150000, out, 5, 1 << 20);
+  cfr("at the end", in, 200000, out, 0, 10);
+  cfr("past the end", in, 300000, out, 0, 10);
+  cfr("nothing", in, 0, out, 0, 0);
+  s.Content("dst");
+  cfr("same file, apart", in, 0, in, 250000, 1000);
+  s.Fstat(in);
+  s.Content("src");
+  cfr("same file, overlapping", in, 0, in, 500, 1000);
+  cfr("flags", in, 0, out, 0, 10, 1);
+  // The descriptors' own offsets move.
+  s.R("lseek in", lseek(in, 10, SEEK_SET));
+  s.R("lseek out", lseek(out, 20, SEEK_SET));
+  s.R("null offsets", copy_file_range(in, nullptr, out, nullptr, 4096, 0));
+  s.R("in offset", lseek(in, 0, SEEK_CUR));
+  s.R("out offset", lseek(out, 0, SEEK_CUR));
+  s.Content("dst");
+  int ro = s.Open("open dst read-only", "dst", O_RDONLY);
+  cfr("into a read-only descriptor", in, 0, ro, 0, 10);
+  int ap = s.Open("open dst append", "dst", O_WRONLY | O_APPEND);
+  cfr("into an append descriptor", in, 0, ap, 0, 10);
+  int wo = s.Open("open src write-only", "src", O_WRONLY);
+  cfr("from a write-only descriptor", wo, 0, out, 0, 10);
+  s.R("mkdir d", mkdir(s.P("d").c_str(), 0755));
+  int dir = s.Open("open d", "d", O_RDONLY | O_DIRECTORY);
+  cfr("from a directory", dir, 0, out, 0, 10);
+  s.Close(in);
+  s.Close(out);
+  s.Stat("dst");
+}
+
 void Readdir(Log& s) {
   s.Put("a", "1");
   s.Put("b", "2");
@@ -748,6 +798,7 @@ const Case kCases[] = {
     {"Mmap", Mmap},
     {"LargeSparseFile", LargeSparseFile},
     {"Readdir", Readdir},
+    {"CopyFileRange", CopyFileRange},
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }

@@ -282,11 +282,69 @@ class Worker:
             node.xattrs[name] = v
         self.note("xattr", rel, name)
 
+    def op_copy(self):
+        """copy_file_range: a whole file into a new one (a clone when the source is committed
+        content), or a range of one file over another (or over itself, apart)."""
+        if not self.files:
+            return
+        src = self.rng.choice(sorted(self.files))
+        node = self.files[src]
+        if self.rng.random() < 0.5:
+            dst = self.new_name()
+            if not dst:
+                return
+            fi = os.open(self.p(src), os.O_RDONLY)
+            try:
+                fo = os.open(self.p(dst), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                try:
+                    done = 0
+                    while True:
+                        n = os.copy_file_range(fi, fo, 1 << 30)
+                        if n == 0:
+                            break
+                        done += n
+                finally:
+                    os.close(fo)
+            finally:
+                os.close(fi)
+            if done != len(node.data):
+                self.fail(f"copy {src} -> {dst}: {done} bytes copied, {len(node.data)} in the model")
+            copy = Node(0o644)
+            copy.data = bytearray(node.data)
+            self.files[dst] = copy
+            self.note("copy", src, dst, done)
+            return
+        dst = self.rng.choice(sorted(self.files))
+        dnode = self.files[dst]
+        off_in = self.rng.randrange(len(node.data) + 100)
+        off_out = self.rng.randrange(len(dnode.data) + 4096)
+        count = self.rng.randrange(1, 200000)
+        if dnode is node and off_in < off_out + count and off_out < off_in + count:
+            return  # one file, overlapping ranges: EINVAL by the kernel's rule
+        fi = os.open(self.p(src), os.O_RDONLY)
+        try:
+            fo = os.open(self.p(dst), os.O_WRONLY)
+            try:
+                n = os.copy_file_range(fi, fo, count, off_in, off_out)
+            finally:
+                os.close(fo)
+        finally:
+            os.close(fi)
+        want = max(0, min(count, len(node.data) - off_in))
+        if n != want:
+            self.fail(f"copy_file_range {src}@{off_in} -> {dst}@{off_out} of {count}: {n} bytes, {want} expected")
+        if want:
+            piece = bytes(node.data[off_in:off_in + want])
+            if len(dnode.data) < off_out:
+                dnode.data.extend(b"\0" * (off_out - len(dnode.data)))
+            dnode.data[off_out:off_out + want] = piece
+        self.note("copy_file_range", src, dst, off_in, off_out, count, n)
+
     def step(self):
         ops = [(self.op_create, 8), (self.op_write, 25), (self.op_append, 6), (self.op_truncate, 5),
                (self.op_read, 15), (self.op_rename, 8), (self.op_link, 3), (self.op_symlink, 3),
                (self.op_unlink, 6), (self.op_mkdir, 4), (self.op_rmdir, 2), (self.op_chmod, 3),
-               (self.op_xattr, 4), (self.op_mmap, 2)]
+               (self.op_xattr, 4), (self.op_mmap, 2), (self.op_copy, 4)]
         if len(self.files) > 60:
             ops = [(self.op_unlink, 10), (self.op_read, 5), (self.op_write, 5)]
         fn = self.rng.choices([o for o, _ in ops], weights=[w for _, w in ops])[0]

@@ -283,6 +283,109 @@ TEST_F(WorkspaceTest, ChangesStoresNothing) {
   for (const auto& d : *ch) EXPECT_NE(d.path, "f");
 }
 
+// copy_file_range: a committed file copied whole into an empty one is cloned (the copy takes
+// the content id: its commit stores nothing new, whole files and chunked ones alike); writes to
+// either copy afterwards leave the other as it was.
+TEST_F(WorkspaceTest, CopyRangeClonesACommittedFileWhole) {
+  std::string small(300000, '\0'), big(5 << 20, '\0');
+  for (size_t i = 0; i < small.size(); i++) small[i] = static_cast<char>('a' + (i * 31) % 26);
+  for (size_t i = 0; i < big.size(); i++) big[i] = static_cast<char>((i * 7919 + i / 4099) % 251);
+  Create(kRootIno, "small", small);
+  Create(kRootIno, "big", big);  // chunked
+  auto c1 = ws_->Commit("base");
+  ASSERT_TRUE(c1.ok()) << c1.status().message();
+  Reopen();  // committed content only, nothing in blocks
+  Ino s = ws_->Lookup(kRootIno, "small")->ino, b = ws_->Lookup(kRootIno, "big")->ino;
+  Ino s2 = Create(kRootIno, "small2"), b2 = Create(kRootIno, "big2");
+  auto n = ws_->CopyRange(s, 0, s2, 0, uint64_t{1} << 40);
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, small.size());
+  n = ws_->CopyRange(b, 0, b2, 0, big.size());
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, big.size());
+  EXPECT_EQ(ws_->GetAttr(b2)->size, big.size());
+  EXPECT_EQ(*ws_->Read(s2, 0, small.size() + 10), small);
+  EXPECT_EQ(*ws_->Read(b2, (3 << 20) - 7, 100), big.substr((3 << 20) - 7, 100));
+  auto c2 = ws_->Commit("copies");
+  ASSERT_TRUE(c2.ok()) << c2.status().message();
+  EXPECT_EQ(IdOf(*c2, "small2"), IdOf(*c1, "small"));
+  EXPECT_EQ(IdOf(*c2, "big2"), IdOf(*c1, "big"));
+  EXPECT_EQ(Cat(*c2, "big2"), big);
+  // Independent afterwards, both ways.
+  ASSERT_TRUE(ws_->Write(s2, 10, "COPY").ok());
+  ASSERT_TRUE(ws_->Write(b, 1 << 20, "ORIG").ok());
+  EXPECT_EQ(*ws_->Read(s, 8, 8), small.substr(8, 8));
+  EXPECT_EQ(*ws_->Read(s2, 8, 8), small.substr(8, 2) + "COPY" + small.substr(14, 2));
+  EXPECT_EQ(*ws_->Read(b2, 1 << 20, 4), big.substr(1 << 20, 4));
+  auto c3 = ws_->Commit("edits");
+  ASSERT_TRUE(c3.ok());
+  EXPECT_EQ(Cat(*c3, "small"), small);
+  EXPECT_EQ(Cat(*c3, "big2"), big);
+  // Into a file that is not empty: no clone, the bytes are written over it.
+  Ino t = Create(kRootIno, "t", "xyz");
+  n = ws_->CopyRange(s, 0, t, 0, small.size());
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, small.size());
+  EXPECT_EQ(*ws_->Read(t, 0, small.size() + 1), small);
+  // A file truncated shorter than its committed content: the copy has its size and its bytes
+  // (the valid length goes with the content id).
+  workspace::AttrChange ch;
+  ch.size = 1000;
+  ASSERT_TRUE(ws_->SetAttr(s, ch).ok());
+  Ino u = Create(kRootIno, "u");
+  n = ws_->CopyRange(s, 0, u, 0, uint64_t{1} << 30);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1000u);
+  EXPECT_EQ(*ws_->Read(u, 0, 5000), small.substr(0, 1000));
+}
+
+// copy_file_range at any offsets, into holes, past the source's end, within one file, and over
+// more than one piece: the result is what reading and writing the bytes would give.
+TEST_F(WorkspaceTest, CopyRangeCopiesBytesAtAnyOffsets) {
+  std::string src(200000, '\0');
+  for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<char>('A' + (i * 13) % 57);
+  Ino a = Create(kRootIno, "a", src);  // written, not committed: blocks
+  Ino d = Create(kRootIno, "d");
+  auto n = ws_->CopyRange(a, 1000, d, 70000, 100000);
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, 100000u);
+  EXPECT_EQ(*ws_->Read(d, 0, 1 << 20), std::string(70000, '\0') + src.substr(1000, 100000));
+  n = ws_->CopyRange(a, 150000, d, 5, 1 << 20);  // short: the source ends
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 50000u);
+  std::string want = std::string(70000, '\0') + src.substr(1000, 100000);
+  want.replace(5, 50000, src.substr(150000));
+  EXPECT_EQ(*ws_->Read(d, 0, 1 << 20), want);
+  n = ws_->CopyRange(a, 200000, d, 0, 10);  // at the end: nothing
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u);
+  n = ws_->CopyRange(a, 0, d, 0, 0);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u);
+  EXPECT_EQ(ws_->GetAttr(d)->size, want.size());
+  // Within one file, past its end: the gap reads as zeros.
+  n = ws_->CopyRange(a, 0, a, 250000, 1000);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1000u);
+  EXPECT_EQ(*ws_->Read(a, 0, 1 << 20), src + std::string(50000, '\0') + src.substr(0, 1000));
+  // More than one piece, at offsets aligned to nothing, from committed content under a patch.
+  std::string big(Workspace::kCopyPiece * 2 + 12345, '\0');
+  for (size_t i = 0; i < big.size(); i++) big[i] = static_cast<char>((i * 2654435761u) >> 24);
+  Ino b = Create(kRootIno, "b", big);
+  ASSERT_TRUE(ws_->Commit("b").ok());
+  ASSERT_TRUE(ws_->Write(b, 3 << 20, "patch").ok());
+  big.replace(3 << 20, 5, "patch");
+  Ino e = Create(kRootIno, "e", "head");
+  n = ws_->CopyRange(b, 77, e, 3, big.size());
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, big.size() - 77);
+  EXPECT_EQ(*ws_->Read(e, 0, big.size() + 10), "hea" + big.substr(77));
+  auto c = ws_->Commit("copied");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(Cat(*c, "e"), "hea" + big.substr(77));
+  EXPECT_EQ(Cat(*c, "d"), want);
+}
+
 // Blocks filed by older builds (prefix|I|ino|block) are moved to their current keys when the
 // Workspace opens, and read back the same.
 TEST_F(WorkspaceTest, LegacyBlockKeysAreMigratedOnOpen) {
@@ -732,7 +835,7 @@ TEST_F(WorkspaceTest, RandomOperationsAgainstModel) {
     auto parent_of = [](const std::string& p) { auto s = p.rfind('/'); return s == std::string::npos ? std::string() : p.substr(0, s); };
     auto base_of = [](const std::string& p) { auto s = p.rfind('/'); return s == std::string::npos ? p : p.substr(s + 1); };
     for (int op = 0; op < steps; op++) {
-      int kind = rng() % 10;
+      int kind = rng() % 11;
       std::string dir = rng() % 3 ? pick(true) : "";
       std::string name = "n" + std::to_string(rng() % 12);
       std::string path = dir.empty() ? name : dir + "/" + name;
@@ -778,6 +881,33 @@ TEST_F(WorkspaceTest, RandomOperationsAgainstModel) {
         ASSERT_TRUE(ws_->Rename(resolve(parent_of(f)), base_of(f), d, name, 0).ok()) << f << " -> " << path;
         model[path] = model[f];
         model.erase(f);
+      } else if (kind == 10) {  // copy_file_range: into a new file (a clone if committed) or over one
+        std::string f = pick(false), g = model.count(path) ? path : "";
+        if (f.empty() || (model.count(path) && !model[path].has_value())) continue;
+        const std::string src = *model[f];
+        uint64_t off_in = g.empty() || src.empty() ? 0 : rng() % (src.size() + 10);
+        uint64_t len = rng() % 3 ? uint64_t{1} << 40 : rng() % 200000;
+        Ino in = resolve(f), out;
+        if (g.empty()) {
+          auto a = ws_->Mknod(d, name, S_IFREG | 0644, 0, {});
+          ASSERT_TRUE(a.ok());
+          out = a->ino;
+          model[path] = std::string();
+        } else {
+          out = resolve(g);
+        }
+        auto& m = *model[path];
+        uint64_t off_out = g.empty() || m.empty() ? 0 : rng() % (m.size() + 10);
+        // One file to itself: the ranges may not overlap (the kernel refuses them).
+        if (in == out && off_in < off_out + len && off_out < off_in + len) continue;
+        auto n = ws_->CopyRange(in, off_in, out, off_out, len);
+        ASSERT_TRUE(n.ok()) << n.status().message();
+        const uint64_t want = off_in >= src.size() ? 0 : std::min<uint64_t>(len, src.size() - off_in);
+        ASSERT_EQ(*n, want) << "seed " << seed << " op " << op;
+        if (want > 0) {
+          if (m.size() < off_out + want) m.resize(off_out + want, '\0');
+          m.replace(off_out, want, src.substr(off_in, want));
+        }
       } else {  // commit and read back
         auto c = ws_->Commit("op " + std::to_string(op));
         ASSERT_TRUE(c.ok()) << c.status().message();
