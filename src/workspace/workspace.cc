@@ -1503,11 +1503,24 @@ Result<uint64_t> Workspace::CopyRange(Ino in, uint64_t off_in, Ino out, uint64_t
   }
   uint64_t done = 0;
   while (done < len) {
-    const uint64_t want = std::min(len - done, kCopyPiece);
-    auto bytes = Read(in, off_in + done, want);
+    const uint64_t at_in = off_in + done, at_out = off_out + done;
+    uint64_t want = std::min(len - done, kCopyPiece);
+    if (at_in % kBlockSize == 0 && at_out % kBlockSize == 0 && want >= kBlockSize) {
+      auto shared = im->ShareBlocks(in, at_in, out, at_out, want);
+      if (!shared.ok()) {
+        if (done > 0) return done;
+        return shared.status();
+      }
+      if (*shared > 0) {
+        done += *shared;
+        continue;
+      }
+      want = kBlockSize;  // a block that cannot be shared: its bytes, then try again
+    }
+    auto bytes = Read(in, at_in, want);
     Status s = bytes.status();
     if (s.ok() && bytes->empty()) break;  // in's end
-    if (s.ok()) s = im->WriteLocked(out, off_out + done, *bytes);
+    if (s.ok()) s = im->WriteLocked(out, at_out, *bytes);
     im->CollectIfWanted();
     if (!s.ok()) {
       if (done > 0) return done;  // as a short write: the next call reports the error
@@ -1517,6 +1530,52 @@ Result<uint64_t> Workspace::CopyRange(Ino in, uint64_t off_in, Ino out, uint64_t
     if (bytes->size() < want) break;
   }
   return done;
+}
+
+// Whole blocks of `in` from off_in that sit unpatched in the data log, as many as follow one
+// another within len and in's size, become R records of `out` from off_out naming the same log
+// bytes: a segment is freed only when no record names it and the log's bytes never change, so
+// two inodes may share them (a later write to either patches or replaces its own record).
+Result<uint64_t> Workspace::Impl::ShareBlocks(Ino in, uint64_t off_in, Ino out, uint64_t off_out, uint64_t len) {
+  auto pin = log_.PinSegments();
+  std::shared_lock l(mu_);
+  InodeLocks il(*this, {in, out});
+  LFS_ASSIGN(Inode src, Load(in));
+  if (src.type != EntryType::kFile || !src.has_refs) return uint64_t{0};
+  LFS_ASSIGN(Inode dst, Load(out));
+  if (dst.type != EntryType::kFile) return uint64_t{0};
+  const uint64_t end = std::min(off_in + len, src.size);
+  const uint64_t first = off_in / kBlockSize, count = end > off_in ? (end - off_in) / kBlockSize : 0;
+  if (count == 0) return uint64_t{0};
+  std::vector<std::string> refs;
+  LFS_TRY(kv_.ScanOnce(kv::Cf::kWorkspace, keys_.Ref(in, first), keys_.Ref(in, first + count), [&](auto k, auto v) {
+    kv::DataRef ref;
+    std::string_view patches;
+    if (base::GetBigEndian64(k.data() + k.size() - 8) != first + refs.size() || !ParseRef(v, &ref, &patches) ||
+        !patches.empty() || ref.length != kBlockSize)
+      return false;
+    refs.emplace_back(v);
+    return true;
+  }));
+  if (refs.empty()) return uint64_t{0};
+  if (off_out + refs.size() * kBlockSize > kMaxFileSize) return Status::Error(EFBIG, "file too large");
+  LFS_TRY(Unpristine());
+  kv::Batch b;
+  const uint64_t out_first = off_out / kBlockSize, old_size = dst.size;
+  for (uint64_t i = 0; i < refs.size(); i++) {
+    const uint64_t blk = out_first + i;
+    b.Put(kv::Cf::kWorkspace, keys_.Ref(out, blk), refs[i]);
+    if (dst.has_blocks && blk * kBlockSize < old_size) b.Delete(kv::Cf::kWorkspace, keys_.Block(out, blk));
+    if (dst.has_overlays && blk * kBlockSize < old_size) b.Delete(kv::Cf::kWorkspace, keys_.Overlay(out, blk));
+  }
+  const uint64_t shared = refs.size() * kBlockSize;
+  dst.has_blocks = dst.has_refs = true;
+  dst.size = std::max(dst.size, off_out + shared);
+  dst.mtime = dst.ctime = Now();
+  Put(&b, dst);
+  MarkDirty(&b, out);
+  LFS_TRY(Write(b));
+  return shared;
 }
 
 // A file holding committed content and nothing else, copied whole into an empty file: `out`

@@ -181,9 +181,11 @@ class Workspace {
   // `out` at off_out; returns how many (0 at or past in's end; at most kMaxCopy per call, as a
   // FUSE reply counts in 32 bits). A whole file whose bytes are all committed content, copied
   // into an empty file, is cloned: `out` takes in's content id, with no byte read or written.
-  // Otherwise the bytes go through Read and Write in pieces of kCopyPiece (not atomic, as on
-  // ext4: a failure after some pieces returns what was copied). The caller checks permissions
-  // and that same-file ranges do not overlap (the kernel does).
+  // At block-aligned offsets, whole blocks `in` holds unpatched in the data log are shared:
+  // `out` gets records naming the same log bytes. Other bytes go through Read and Write in
+  // pieces of kCopyPiece. Not atomic, as on ext4: a failure after some pieces returns what was
+  // copied. The caller checks permissions and that same-file ranges do not overlap (the
+  // kernel does).
   static constexpr uint64_t kMaxCopy = 1ull << 30;
   static constexpr uint64_t kCopyPiece = 4ull << 20;
   Result<uint64_t> CopyRange(Ino in, uint64_t off_in, Ino out, uint64_t off_out, uint64_t len);

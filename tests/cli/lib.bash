@@ -21,3 +21,16 @@ store_state() {
   lfs branch
   lfs branch | while read -r name _; do lfs log --json "$name"; done
 }
+
+# applies_as_git PATCH FROM TO WHAT: `git apply` of PATCH on an export of Commit FROM gives an
+# export of Commit TO exactly; fails naming WHAT otherwise.
+applies_as_git() {
+  local dir
+  dir=$(mktemp -d "$WORK/apply.XXXXXX")
+  lfs export "$2" "$dir/tree" >/dev/null
+  lfs export "$3" "$dir/want" >/dev/null
+  (cd "$dir/tree" && git init -q . && git apply --whitespace=nowarn "$1" && rm -rf .git) ||
+    fail "git apply of $4: $(cat "$1")"
+  diff -r --no-dereference "$dir/tree" "$dir/want" >/dev/null ||
+    fail "git apply of $4: $(diff -r --no-dereference "$dir/tree" "$dir/want")"
+}

@@ -39,11 +39,7 @@ lfs diff --name-only "$c1" "$c2" | grep -qxF '"tab\there"' && lfs diff --name-on
 lfs diff -p "$c1" "$c2" >"$WORK/q.patch"
 grep -qxF 'diff --git "a/tab\there" "b/tab\there"' "$WORK/q.patch" && grep -qxF -- '--- "a/new\nline"' "$WORK/q.patch" ||
   fail "patch headers: $(head -20 "$WORK/q.patch")"
-lfs export "$c1" "$WORK/tree"
-lfs export "$c2" "$WORK/want"
-(cd "$WORK/tree" && git init -q . && git apply --whitespace=nowarn "$WORK/q.patch" && rm -rf .git) ||
-  fail "git apply of the quoted patch: $(cat "$WORK/q.patch")"
-diff -r "$WORK/tree" "$WORK/want" >/dev/null || fail "git apply of the quoted patch: $(diff -r "$WORK/tree" "$WORK/want")"
+applies_as_git "$WORK/q.patch" "$c1" "$c2" "the quoted patch"
 # JSON keeps the bytes as they are
 lfs diff --json "$c1" "$c2" | python3 -c '
 import json, sys

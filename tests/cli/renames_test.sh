@@ -63,11 +63,7 @@ grep -A4 '^diff --git a/a/twin2 b/b/twin2$' "$WORK/r.patch" | tr '\n' '|' |
 grep -A6 '^diff --git a/a/long.txt b/b/longer.txt$' "$WORK/r.patch" | grep -q '^--- a/a/long.txt$' &&
   grep -A7 '^diff --git a/a/long.txt b/b/longer.txt$' "$WORK/r.patch" | grep -q '^+++ b/b/longer.txt$' ||
   fail "patch of an edited move: $(cat "$WORK/r.patch")"
-lfs export "$c1" "$WORK/tree"
-lfs export "$c2" "$WORK/want"
-(cd "$WORK/tree" && git init -q . && git apply --whitespace=nowarn "$WORK/r.patch" && rm -rf .git) ||
-  fail "git apply of diff -M -p: $(cat "$WORK/r.patch")"
-diff -r "$WORK/tree" "$WORK/want" >/dev/null || fail "git apply of diff -M -p: $(diff -r "$WORK/tree" "$WORK/want")"
+applies_as_git "$WORK/r.patch" "$c1" "$c2" "diff -M -p"
 
 # show -M and log -M list the same
 lfs show -M "$c2" | grep -qx $'R100\ta/twin2\tb/twin2' || fail "show -M: $(lfs show -M "$c2")"

@@ -1386,6 +1386,62 @@ TEST_F(WorkspaceDataLog, WholeBlocksLiveInTheLogUntilTheCommitFoldsThem) {
   ExpectReads(f);
 }
 
+// copy_file_range over blocks in the data log: whole unpatched blocks at aligned offsets are
+// shared (the copy's records name the same log bytes, so the log does not grow), a patched
+// block and the tail are copied as bytes; a shared block replaces the target's own records;
+// either file then changes alone; the shared bytes outlive the source's records, and once a
+// commit folded both files every segment is freed.
+TEST_F(WorkspaceDataLog, CopyRangeSharesWholeBlocksOfTheLog) {
+  Ino f = ws_->Mknod(kRootIno, "f", S_IFREG | 0644, 0, {})->ino;
+  Write(f, 0, layerfs::testing::RandomBytes(20 * kBlockSize + 1000, 5));
+  Write(f, 3 * kBlockSize + 10, "patched");  // block 3: a patched record, copied as bytes
+  const std::string src = model_;
+  ASSERT_EQ(Records(kTagRef), 20u);
+  Ino g = ws_->Mknod(kRootIno, "g", S_IFREG | 0644, 0, {})->ino;
+  const uint64_t log_before = LogBytes();
+  auto n = ws_->CopyRange(f, 0, g, 0, uint64_t{1} << 40);
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, src.size());
+  EXPECT_EQ(LogBytes(), log_before + kBlockSize);  // block 3 alone was written again
+  EXPECT_EQ(Records(kTagRef), 40u);
+  EXPECT_EQ(*ws_->Read(g, 0, src.size() + 10), src);
+  // Into a file with records of its own, at an aligned offset, over them and past its end.
+  Ino h = ws_->Mknod(kRootIno, "h", S_IFREG | 0644, 0, {})->ino;
+  std::string hm(100000, 'h');  // block 0 in the log, block 1 a B record
+  ASSERT_TRUE(ws_->Write(h, 0, hm).ok());
+  ASSERT_EQ(Records(kTagBlock), 3u);  // f's and g's tails, h's block 1
+  n = ws_->CopyRange(f, 4 * kBlockSize, h, kBlockSize, 5 * kBlockSize);
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, 5 * kBlockSize);
+  hm.resize(6 * kBlockSize);
+  hm.replace(kBlockSize, 5 * kBlockSize, src.substr(4 * kBlockSize, 5 * kBlockSize));
+  EXPECT_EQ(*ws_->Read(h, 0, hm.size() + 10), hm);
+  EXPECT_EQ(Records(kTagBlock), 2u);  // h's block 1 went with the shared one
+  EXPECT_EQ(Records(kTagRef), 46u);
+  // Each changes alone.
+  std::string gm = src;
+  ASSERT_TRUE(ws_->Write(g, 5 * kBlockSize + 7, "only g").ok());
+  gm.replace(5 * kBlockSize + 7, 6, "only g");
+  EXPECT_EQ(*ws_->Read(f, 5 * kBlockSize, kBlockSize), src.substr(5 * kBlockSize, kBlockSize));
+  ASSERT_TRUE(ws_->Write(f, 6 * kBlockSize, std::string(kBlockSize, 'f')).ok());  // f's record replaced
+  EXPECT_EQ(*ws_->Read(g, 6 * kBlockSize, kBlockSize), src.substr(6 * kBlockSize, kBlockSize));
+  ASSERT_TRUE(ws_->SetAttr(f, {.size = 0}).ok());  // f's records go; g's and h's stay
+  EXPECT_EQ(*ws_->Read(g, 0, gm.size() + 10), gm);
+  EXPECT_EQ(*ws_->Read(h, 0, hm.size() + 10), hm);
+  ReopenStore();
+  g = ws_->Lookup(kRootIno, "g")->ino;
+  h = ws_->Lookup(kRootIno, "h")->ino;
+  EXPECT_EQ(*ws_->Read(g, 0, gm.size() + 10), gm);
+  EXPECT_EQ(*ws_->Read(h, 0, hm.size() + 10), hm);
+  auto c = ws_->Commit("copies");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(*store_->ReadFile(*store_->Lookup(*c, "g")), gm);
+  EXPECT_EQ(*store_->ReadFile(*store_->Lookup(*c, "h")), hm);
+  EXPECT_EQ(*store_->ReadFile(*store_->Lookup(*c, "f")), "");
+  EXPECT_EQ(Records(kTagRef), 0u);
+  EXPECT_EQ(LogBytes(), 0u);  // every segment freed
+}
+
 // With a collector (the daemon's), a commit leaves freeing the segments it emptied to the
 // collector's thread instead of doing it before it returns; the segments go all the same, and
 // what was committed and what is written after reads back.
