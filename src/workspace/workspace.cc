@@ -1502,11 +1502,12 @@ Result<uint64_t> Workspace::CopyRange(Ino in, uint64_t off_in, Ino out, uint64_t
     if (cloned > 0) return cloned;
   }
   uint64_t done = 0;
+  bool may_share = true;  // until in is found to hold no data-log block at all
   while (done < len) {
     const uint64_t at_in = off_in + done, at_out = off_out + done;
     uint64_t want = std::min(len - done, kCopyPiece);
-    if (at_in % kBlockSize == 0 && at_out % kBlockSize == 0 && want >= kBlockSize) {
-      auto shared = im->ShareBlocks(in, at_in, out, at_out, want);
+    if (may_share && at_in % kBlockSize == 0 && at_out % kBlockSize == 0 && want >= kBlockSize) {
+      auto shared = im->ShareBlocks(in, at_in, out, at_out, want, &may_share);
       if (!shared.ok()) {
         if (done > 0) return done;
         return shared.status();
@@ -1536,14 +1537,17 @@ Result<uint64_t> Workspace::CopyRange(Ino in, uint64_t off_in, Ino out, uint64_t
 // another within len and in's size, become R records of `out` from off_out naming the same log
 // bytes: a segment is freed only when no record names it and the log's bytes never change, so
 // two inodes may share them (a later write to either patches or replaces its own record).
-Result<uint64_t> Workspace::Impl::ShareBlocks(Ino in, uint64_t off_in, Ino out, uint64_t off_out, uint64_t len) {
+Result<uint64_t> Workspace::Impl::ShareBlocks(Ino in, uint64_t off_in, Ino out, uint64_t off_out, uint64_t len,
+                                               bool* may_share) {
   auto pin = log_.PinSegments();
   std::shared_lock l(mu_);
   InodeLocks il(*this, {in, out});
   LFS_ASSIGN(Inode src, Load(in));
-  if (src.type != EntryType::kFile || !src.has_refs) return uint64_t{0};
   LFS_ASSIGN(Inode dst, Load(out));
-  if (dst.type != EntryType::kFile) return uint64_t{0};
+  if (src.type != EntryType::kFile || !src.has_refs || dst.type != EntryType::kFile) {
+    *may_share = false;  // nothing of in can be shared: the rest of this copy goes as bytes
+    return uint64_t{0};
+  }
   const uint64_t end = std::min(off_in + len, src.size);
   const uint64_t first = off_in / kBlockSize, count = end > off_in ? (end - off_in) / kBlockSize : 0;
   if (count == 0) return uint64_t{0};

@@ -99,8 +99,10 @@ class Workspace::Impl {
   // CopyRange's clone: in's size if `out` took in's committed content whole, else 0.
   Result<uint64_t> CloneContent(Ino in, Ino out, uint64_t len);
   // CopyRange's sharing: the bytes shared (whole blocks, possibly 0) from off_in to off_out,
-  // both block-aligned.
-  Result<uint64_t> ShareBlocks(Ino in, uint64_t off_in, Ino out, uint64_t off_out, uint64_t len);
+  // both block-aligned. Clears *may_share when in holds no data-log block at all (or either is
+  // not a regular file): no later piece of the copy need try again.
+  Result<uint64_t> ShareBlocks(Ino in, uint64_t off_in, Ino out, uint64_t off_out, uint64_t len,
+                               bool* may_share);
   // A fresh inode number; under mu_ shared, numbers come from a reserved range whose end is
   // written (state record) before any number of it is used. REQUIRES: mu_ (either way).
   Result<Inode> NewInode(EntryType type, uint32_t perm, const Caller& c, const Inode& parent);
