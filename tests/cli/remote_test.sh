@@ -70,6 +70,12 @@ expect_fail clone "file://$WORK/nowhere" "$WORK/c3"
 [ ! -e "$WORK/c3" ] && [ ! -e "$WORK/nowhere" ] || fail "a clone from a missing directory left something"
 out=$(lfs clone "$WORK/nowhere" "$WORK/c3" 2>&1) && fail "a clone from a missing path succeeded"
 grep -q "nowhere: No such file or directory" <<<"$out" || fail "a clone from a missing path does not say why: $out"
+# librados is opened only for a rados:// remote; without it, that remote fails in one line.
+out=$(LAYERFS_LIBRADOS=$WORK/no-librados.so.2 lfs clone rados://pool "$WORK/c4" 2>&1) &&
+  fail "a rados:// clone without librados succeeded"
+[ "$(wc -l <<<"$out")" = 1 ] && grep -q "rados:// remotes need librados ($WORK/no-librados.so.2)" <<<"$out" ||
+  fail "a rados:// clone without librados: $out"
+[ ! -e "$WORK/c4" ] || fail "a failed rados:// clone left its directory"
 # An empty remote (an empty directory) clones as a new Store whose first push gives the remote
 # its history.
 mkdir "$WORK/empty"
